@@ -1,0 +1,23 @@
+/* CPU affinity for the pool's threads and the timing harness (backend
+ * internal).  Every call is best effort: where the OS refuses or has no
+ * affinity API, pinning reports failure and nothing else changes. */
+#ifndef LANEMAP_BACKEND_AFFINITY_H
+#define LANEMAP_BACKEND_AFFINITY_H
+
+/* CPUs the calling thread may run on (sched_getaffinity, so cgroup and
+ * taskset limits count), else the online CPUs; at least 1. */
+int lm_affinity_count_allowed(void);
+
+/* Pins the calling thread to the k-th allowed CPU (k taken modulo their
+ * number).  0 on success, -1 if the OS refused. */
+int lm_affinity_pin_nth(int k);
+
+/* Pins the calling thread to the CPU it runs on now and returns the
+ * previous mask, to be handed to lm_affinity_restore; NULL if the thread
+ * could not be pinned (then nothing changed). */
+typedef struct lm_affinity_saved lm_affinity_saved;
+lm_affinity_saved *lm_affinity_pin_current(void);
+/* Restores the mask saved by lm_affinity_pin_current and frees it. */
+void lm_affinity_restore(lm_affinity_saved *s);
+
+#endif

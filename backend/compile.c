@@ -1,0 +1,471 @@
+/* Compile pipeline: lower -> verify -> default<O3> (LLVMRunPasses with the
+ * variant's target machine) -> static counts -> ORC LLJIT, or an object
+ * file with a C header.
+ *
+ * One LLJIT per ISA target is created on first use and shared; each
+ * compiled variant lives in its own resource tracker, so freeing a variant
+ * frees its code.  Vector math routines and the scratch allocator are
+ * defined in the JIT as absolute symbols, so generated code never depends
+ * on what the dynamic linker happens to export. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "backend/lower.h"
+
+struct lm_compiled {
+  lm_variant v;
+  lm_counts counts;
+  lm_entry_fn entry;
+  LLVMOrcResourceTrackerRef rt;
+  char *ir, *asm_text;
+  double ms;
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init_targets(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeX86AsmParser();
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static lm_status llvm_error(lm_error *err, const char *what, LLVMErrorRef e) {
+  char *m = LLVMGetErrorMessage(e);
+  lm_error_set(err, LM_ESYS, "%s: %s", what, m);
+  LLVMDisposeErrorMessage(m);
+  return LM_ESYS;
+}
+
+lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
+                            lm_error *err) {
+  pthread_once(&init_once, init_targets);
+  const char *triple = "x86_64-unknown-linux-gnu";
+  char *msg = NULL;
+  LLVMTargetRef t;
+  if (LLVMGetTargetFromTriple(triple, &t, &msg)) {
+    lm_error_set(err, LM_ESYS, "LLVM target %s: %s", triple, msg);
+    LLVMDisposeMessage(msg);
+    return LM_ESYS;
+  }
+  char *cpu = NULL, *feat = NULL;
+  if (isa == LM_ISA_HOST) {
+    cpu = LLVMGetHostCPUName();
+    feat = LLVMGetHostCPUFeatures();
+  }
+  *out = LLVMCreateTargetMachine(
+      t, triple, cpu ? cpu : lm_isa_name(isa), feat ? feat : "",
+      LLVMCodeGenLevelAggressive, jit ? LLVMRelocDefault : LLVMRelocPIC,
+      jit ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(feat);
+  if (!*out)
+    return lm_error_set(err, LM_ESYS, "cannot create a target machine for %s",
+                        lm_isa_name(isa));
+  return LM_OK;
+}
+
+/* ---- the shared JITs ---------------------------------------------------- */
+
+static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER;
+static LLVMOrcLLJITRef jits[LM_ISA__COUNT];
+
+static lm_status jit_for(lm_isa isa, LLVMOrcLLJITRef *out, lm_error *err) {
+  pthread_mutex_lock(&jit_lock);
+  lm_status s = LM_OK;
+  if (!jits[isa]) {
+    LLVMTargetMachineRef tm;
+    if ((s = lm_target_machine(isa, 1, &tm, err)) != LM_OK)
+      goto done;
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMOrcLLJITRef j;
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&j, jb);
+    if (e) {
+      s = llvm_error(err, "cannot create the JIT", e);
+      goto done;
+    }
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j);
+    int n;
+    const lm_vmath_sym *syms = lm_vmath_symbols(&n);
+    LLVMOrcCSymbolMapPair *pairs = calloc((size_t)n, sizeof *pairs);
+    for (int i = 0; i < n; i++) {
+      pairs[i].Name = LLVMOrcLLJITMangleAndIntern(j, syms[i].name);
+      pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)syms[i].addr;
+      pairs[i].Sym.Flags.GenericFlags =
+          LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    }
+    e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, (size_t)n));
+    free(pairs);
+    if (e) {
+      s = llvm_error(err, "cannot define runtime symbols", e);
+      goto done;
+    }
+    /* memset/memcpy and libm, should the code generator call them */
+    LLVMOrcDefinitionGeneratorRef gen;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(j), NULL, NULL);
+    if (e) {
+      s = llvm_error(err, "cannot add the process symbols", e);
+      goto done;
+    }
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    jits[isa] = j;
+  }
+done:
+  *out = jits[isa];
+  pthread_mutex_unlock(&jit_lock);
+  return s;
+}
+
+/* ---- static counts ------------------------------------------------------- */
+
+static int starts(const char *s, const char *p) {
+  return strncmp(s, p, strlen(p)) == 0;
+}
+
+static void count_ir(LLVMModuleRef m, lm_counts *c) {
+  LLVMContextRef ctx = LLVMGetModuleContext(m);
+  unsigned md_priv = LLVMGetMDKindIDInContext(ctx, "lm.priv", 7);
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b;
+         b = LLVMGetNextBasicBlock(b))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(b); i;
+           i = LLVMGetNextInstruction(i)) {
+        c->ir_instructions++;
+        LLVMOpcode op = LLVMGetInstructionOpcode(i);
+        int priv = LLVMGetMetadata(i, md_priv) != NULL;
+        if (op == LLVMLoad &&
+            LLVMGetTypeKind(LLVMTypeOf(i)) == LLVMVectorTypeKind) {
+          c->ir_vector_loads++;
+          c->ir_priv_loads += priv;
+        } else if (op == LLVMStore &&
+                   LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(i, 0))) ==
+                       LLVMVectorTypeKind) {
+          c->ir_vector_stores++;
+          c->ir_priv_stores += priv;
+        } else if (op == LLVMSelect) {
+          c->ir_selects++;
+        } else if (op == LLVMShuffleVector) {
+          c->ir_shuffles++;
+        } else if (op == LLVMFDiv) {
+          c->ir_fdiv++;
+        } else if (op == LLVMCall) {
+          LLVMValueRef callee = LLVMGetCalledValue(i);
+          size_t len;
+          const char *name = callee ? LLVMGetValueName2(callee, &len) : "";
+          if (starts(name, "llvm.masked.gather"))
+            c->ir_gathers++;
+          else if (starts(name, "llvm.masked.scatter"))
+            c->ir_scatters++;
+          else if (starts(name, "llvm.masked.load"))
+            c->ir_masked_loads++;
+          else if (starts(name, "llvm.masked.store"))
+            c->ir_masked_stores++;
+          else if (starts(name, "llvm.sqrt"))
+            c->ir_sqrt++;
+          else if (!starts(name, "llvm."))
+            c->ir_calls++;
+        }
+      }
+}
+
+static void count_asm(const char *text, lm_counts *c) {
+  static const char *shuffles[] = {"vperm",  "vshuf",    "vunpck",  "vpunpck",
+                                   "vinsert", "vextract", "vpshuf", "vblend",
+                                   "vpblend", "valign",   "vpalign", "vmovsh",
+                                   "vbroadcast", "vpbroadcast", "vmovddup",
+                                   "vmovshdup", "vmovsldup", "vcompress",
+                                   "vexpand"};
+  for (const char *l = text; *l;) {
+    const char *e = strchr(l, '\n');
+    size_t n = e ? (size_t)(e - l) : strlen(l);
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)(n < 511 ? n : 511), l);
+    l += n + (e ? 1 : 0);
+    char *s = line;
+    while (*s == ' ' || *s == '\t')
+      s++;
+    if (strstr(s, "Spill"))
+      c->asm_spills++;
+    if (strstr(s, "Reload"))
+      c->asm_reloads++;
+    if (!*s || *s == '.' || *s == '#' || strchr(s, ':'))
+      continue;
+    c->asm_instructions++;
+    if (*s == 'v')
+      c->asm_vector++;
+    if (starts(s, "vgather") || starts(s, "vpgather"))
+      c->asm_gathers++;
+    if (starts(s, "vscatter") || starts(s, "vpscatter"))
+      c->asm_scatters++;
+    if (starts(s, "vmaskmov") || starts(s, "vpmaskmov"))
+      c->asm_maskmov++;
+    if (strstr(s, "{%k"))
+      c->asm_kmasked++;
+    if (starts(s, "vdiv") || starts(s, "vsqrt") || starts(s, "div") ||
+        starts(s, "sqrt"))
+      c->asm_div_sqrt++;
+    if (starts(s, "call") || starts(s, "jmp\tSleef"))
+      c->asm_calls++;
+    for (size_t i = 0; i < sizeof shuffles / sizeof shuffles[0]; i++)
+      if (starts(s, shuffles[i])) {
+        c->asm_shuffles++;
+        break;
+      }
+  }
+}
+
+/* ---- compile --------------------------------------------------------------- */
+
+void lm_compile_defaults(lm_compile_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->opt_level = 3;
+}
+
+static lm_status optimise(LLVMModuleRef m, LLVMTargetMachineRef tm, int level,
+                          lm_error *err) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+    lm_error_set(err, LM_ESYS, "lowering produced invalid IR: %.1500s", msg);
+    LLVMDisposeMessage(msg);
+    return LM_ESYS;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *dl = LLVMCopyStringRepOfTargetData(td);
+  LLVMSetDataLayout(m, dl);
+  LLVMDisposeMessage(dl);
+  LLVMDisposeTargetData(td);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(m, triple);
+  LLVMDisposeMessage(triple);
+  char passes[32];
+  snprintf(passes, sizeof passes, "default<O%d>", level < 0 ? 0 : level > 3 ? 3 : level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(m, passes, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e)
+    return llvm_error(err, "optimisation failed", e);
+  return LM_OK;
+}
+
+static atomic_long symbol_counter;
+
+lm_status lm_compile(const lm_kernel *k, const lm_variant *v,
+                     const lm_compile_opts *opts, lm_compiled **out,
+                     lm_error *err) {
+  *out = NULL;
+  lm_compile_opts defaults;
+  if (!opts) {
+    lm_compile_defaults(&defaults);
+    opts = &defaults;
+  }
+  double t0 = now_ms();
+  LLVMOrcLLJITRef jit;
+  if (jit_for(v->isa, &jit, err) != LM_OK)
+    return LM_ESYS;
+  lm_compiled *c = calloc(1, sizeof *c);
+  c->v = *v;
+  char symbol[64];
+  snprintf(symbol, sizeof symbol, "lm_entry_%ld", atomic_fetch_add(&symbol_counter, 1));
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMModuleRef m = NULL;
+  LLVMTargetMachineRef tm = NULL;
+  lm_status s = lm_lower_module(k, v, ctx, symbol, &m, &c->counts, err);
+  if (s != LM_OK)
+    goto error;
+  if ((s = lm_target_machine(v->isa, 1, &tm, err)) != LM_OK)
+    goto error;
+  if ((s = optimise(m, tm, opts->opt_level, err)) != LM_OK)
+    goto error;
+  count_ir(m, &c->counts);
+  if (opts->want_ir) {
+    char *t = LLVMPrintModuleToString(m);
+    c->ir = strdup(t);
+    LLVMDisposeMessage(t);
+  }
+  if (opts->want_asm) {
+    LLVMModuleRef clone = LLVMCloneModule(m);
+    LLVMMemoryBufferRef buf;
+    char *msg = NULL;
+    LLVMSetTargetMachineAsmVerbosity(tm, 1);
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, clone, LLVMAssemblyFile, &msg, &buf)) {
+      s = lm_error_set(err, LM_ESYS, "assembly emission failed: %s", msg);
+      LLVMDisposeMessage(msg);
+      LLVMDisposeModule(clone);
+      goto error;
+    }
+    size_t n = LLVMGetBufferSize(buf);
+    c->asm_text = malloc(n + 1);
+    memcpy(c->asm_text, LLVMGetBufferStart(buf), n);
+    c->asm_text[n] = 0;
+    LLVMDisposeMemoryBuffer(buf);
+    LLVMDisposeModule(clone);
+    count_asm(c->asm_text, &c->counts);
+  }
+  LLVMDisposeTargetMachine(tm);
+  tm = NULL;
+  c->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
+  m = NULL;
+  LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, c->rt, tsm);
+  if (e) {
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    s = llvm_error(err, "JIT rejected the module", e);
+    goto error;
+  }
+  LLVMOrcExecutorAddress addr = 0;
+  if ((e = LLVMOrcLLJITLookup(jit, &addr, symbol))) {
+    s = llvm_error(err, "JIT lookup failed", e);
+    goto error;
+  }
+  c->entry = (lm_entry_fn)(uintptr_t)addr;
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  c->ms = now_ms() - t0;
+  *out = c;
+  return LM_OK;
+error:
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
+  if (m)
+    LLVMDisposeModule(m);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  lm_compiled_free(c);
+  return s;
+}
+
+void lm_compiled_free(lm_compiled *c) {
+  if (!c)
+    return;
+  if (c->rt) {
+    LLVMErrorRef e = LLVMOrcResourceTrackerRemove(c->rt);
+    if (e)
+      LLVMConsumeError(e);
+    LLVMOrcReleaseResourceTracker(c->rt);
+  }
+  free(c->ir);
+  free(c->asm_text);
+  free(c);
+}
+
+lm_entry_fn lm_compiled_entry(const lm_compiled *c) { return c->entry; }
+const lm_counts *lm_compiled_counts(const lm_compiled *c) { return &c->counts; }
+const lm_variant *lm_compiled_variant(const lm_compiled *c) { return &c->v; }
+double lm_compiled_ms(const lm_compiled *c) { return c->ms; }
+const char *lm_compiled_ir(const lm_compiled *c) { return c->ir; }
+const char *lm_compiled_asm(const lm_compiled *c) { return c->asm_text; }
+
+lm_status lm_lower_to_string(const lm_kernel *k, const lm_variant *v,
+                             char **out, lm_error *err) {
+  *out = NULL;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef m;
+  lm_counts counts = {0};
+  lm_status s = lm_lower_module(k, v, ctx, "lm_entry", &m, &counts, err);
+  if (s == LM_OK) {
+    char *t = LLVMPrintModuleToString(m);
+    *out = strdup(t);
+    LLVMDisposeMessage(t);
+    LLVMDisposeModule(m);
+  }
+  LLVMContextDispose(ctx);
+  return s;
+}
+
+/* ---- ahead of time ------------------------------------------------------- */
+
+static int valid_symbol(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9'))
+    return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_'))
+      return 0;
+  return 1;
+}
+
+lm_status lm_emit_object(const lm_kernel *k, const lm_variant *v,
+                         const char *symbol, const char *obj_path,
+                         const char *header_path, lm_error *err) {
+  if (!valid_symbol(symbol))
+    return lm_error_set(err, LM_EINPUT, "'%s' is not a C identifier", symbol);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef m = NULL;
+  LLVMTargetMachineRef tm = NULL;
+  LLVMMemoryBufferRef buf = NULL;
+  lm_counts counts = {0};
+  lm_status s = lm_lower_module(k, v, ctx, symbol, &m, &counts, err);
+  if (s != LM_OK)
+    goto done;
+  if ((s = lm_target_machine(v->isa, 0, &tm, err)) != LM_OK)
+    goto done;
+  if ((s = optimise(m, tm, 3, err)) != LM_OK)
+    goto done;
+  char *msg = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &msg, &buf)) {
+    s = lm_error_set(err, LM_ESYS, "object emission failed: %s", msg);
+    LLVMDisposeMessage(msg);
+    goto done;
+  }
+  if ((s = lm_file_write_atomic(obj_path, LLVMGetBufferStart(buf),
+                                LLVMGetBufferSize(buf), err)) != LM_OK)
+    goto done;
+  if (header_path) {
+    char vs[128], hdr[8192];
+    lm_variant_format(v, vs, sizeof vs);
+    int n = snprintf(hdr, sizeof hdr,
+                     "/* Generated by lanemap %s: kernel %s, variant %s.\n"
+                     " * args: one 8-byte slot per parameter in order (buffer "
+                     "pointer, or scalar as double):\n",
+                     lm_version(), k->name, vs);
+    for (int i = 0; i < k->nparams && n < (int)sizeof hdr - 200; i++)
+      n += snprintf(hdr + n, sizeof hdr - (size_t)n, " *   [%d] %s %s%s\n", i,
+                    k->params[i].name, lm_dtype_name(k->params[i].dtype),
+                    k->params[i].kind == LM_PARAM_SCALAR ? " scalar"
+                    : k->params[i].is_output            ? " output"
+                                                        : "");
+    for (int i = 0; i < k->nsyms && n < (int)sizeof hdr - 200; i++)
+      n += snprintf(hdr + n, sizeof hdr - (size_t)n,
+                    " *   [%d] int64 dim %s\n", k->nparams + i, k->syms[i]);
+    snprintf(hdr + n, sizeof hdr - (size_t)n,
+             " * Runs instances [first, first+count).  Link with liblanemap "
+             "(lm_rt_scratch, SLEEF). */\n"
+             "#pragma once\n#include <stdint.h>\n"
+             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
+             "void %s(const void *args, int64_t first, int64_t count);\n"
+             "#ifdef __cplusplus\n}\n#endif\n",
+             symbol);
+    s = lm_file_write_atomic(header_path, hdr, strlen(hdr), err);
+  }
+done:
+  if (buf)
+    LLVMDisposeMemoryBuffer(buf);
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
+  if (m)
+    LLVMDisposeModule(m);
+  LLVMContextDispose(ctx);
+  return s;
+}

@@ -1,0 +1,1253 @@
+/* Lowering: IR x variant -> LLVM IR, through the LLVM-C API.
+ *
+ * One mechanism covers the three mappings.  A packet is W lanes; lane i
+ * belongs to instance group g = i / L and works on column s = i % L of each
+ * step, so a packet holds G = W/L instances and step t covers columns
+ * t*L .. t*L+L-1 of each of them.  L = 1 is the program mapping (a step is
+ * one column of W rows), L = W is packet-local (a step is W columns of one
+ * row), and anything between packs W/L rows per packet.
+ *
+ * Every value is a W-lane vector.  A tile holds, per lane, the lane's column
+ * of its instance; a uniform holds the instance's value replicated over the
+ * L lanes of its group, which is exactly what a butterfly horizontal
+ * reduction over groups of L lanes leaves behind.  So elementwise code is
+ * the same for every L; only loads, stores, private arrays and reductions
+ * differ, and they differ by the variant's fields, never by operator.
+ *
+ * Per packet the kernel runs k->nloops column loops (phases).  Each loop
+ * has an unmasked main part, taken while every lane is active (all
+ * instances exist and the step lies below every row length), and a masked
+ * tail.  The active mask of a lane is "instance exists and its column is
+ * below the row's length", tracked per step, so ragged rows lower the mask
+ * density of program-mapped packets instead of changing the code.  Tiles
+ * crossing loops are either kept in private arrays (phase=snapshot) or
+ * recomputed from their sources (phase=reread).
+ *
+ * Private arrays use the [slot][lane] layout: element q of lane l lives at
+ * base + (q*W + l)*size.  The slot of a step is the step index, uniform over
+ * the packet by construction, so the report's contiguous access applies to
+ * every 4- and 8-byte element; other elements (bool tiles) fall back to
+ * gathers and are counted.  Mutable state (step counters, accumulators)
+ * lives in allocas that SROA/mem2reg turn into SSA under default<O3>. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+
+#include "backend/lower.h"
+
+/* Accumulators per reduction in the unmasked main loop.  Four hide the
+ * 4-cycle FP add latency when one packet walks one long row (L = W, and
+ * L = 1 transposed blocks, which also form a serial chain per block); two
+ * suffice for partial packets; gather-bound program mapping needs one. */
+#define ACC_CONTIG 4
+#define ACC_SEGMENT 2
+#define ACC_GATHER 1
+#define MAX_LANES 64
+
+typedef enum Mode { MODE_CONTIG, MODE_SEG, MODE_GATHER, MODE_BLOCK } Mode;
+
+typedef struct SpanKey {
+  int param, row;
+  LLVMValueRef val;
+} SpanKey;
+
+typedef struct Lo {
+  const lm_kernel *k;
+  const lm_variant *v;
+  lm_counts *cnt;
+  LLVMContextRef C;
+  LLVMModuleRef M;
+  LLVMBuilderRef B;
+  LLVMValueRef fn;
+  int W, L, G, U;
+  int snapshot; /* phase == snapshot */
+  LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, voidt;
+  unsigned md_priv, md_glob, md_blend;
+  /* per entry */
+  LLVMValueRef *pbuf, *pscal, *dim, *stride;
+  LLVMValueRef N, end, scratch, nslots;
+  int *snapid;
+  /* per packet */
+  LLVMValueRef p, rvec, valid, lenv, svec, gvec, trows;
+  LLVMValueRef *uval;
+  LLVMValueRef (*acc)[ACC_CONTIG];
+  int loop;
+  unsigned char *need;
+  /* per step */
+  Mode mode;
+  LLVMValueRef *memo;
+  LLVMValueRef t;    /* i32 step index */
+  LLVMValueRef mask; /* <W x i1>, NULL when every lane is active */
+  int blk;
+  LLVMValueRef **pre;  /* [node][k] block-mode columns */
+  LLVMValueRef **pend; /* [store][k] block-mode store values */
+  SpanKey span[64];
+  int nspan;
+} Lo;
+
+/* ---- small builders -------------------------------------------------- */
+
+static LLVMTypeRef scal_t(Lo *o, lm_dtype t) {
+  switch (t) {
+  case LM_F32: return o->f32;
+  case LM_F64: return o->f64;
+  case LM_I32: return o->i32;
+  default: return o->i1;
+  }
+}
+static LLVMTypeRef vec_t(Lo *o, lm_dtype t, int n) {
+  return LLVMVectorType(scal_t(o, t), (unsigned)n);
+}
+static int is_float(lm_dtype t) { return t == LM_F32 || t == LM_F64; }
+static LLVMValueRef ci32(Lo *o, long long x) {
+  return LLVMConstInt(o->i32, (unsigned long long)x, 1);
+}
+static LLVMValueRef ci64(Lo *o, long long x) {
+  return LLVMConstInt(o->i64, (unsigned long long)x, 1);
+}
+static LLVMValueRef splat(Lo *o, LLVMValueRef s, int n) {
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)n);
+  LLVMValueRef v = LLVMBuildInsertElement(o->B, LLVMGetPoison(vt), s,
+                                          ci32(o, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(o->i32, (unsigned)n));
+  return LLVMBuildShuffleVector(o->B, v, LLVMGetPoison(vt), zeros, "");
+}
+static LLVMValueRef shuf(Lo *o, LLVMValueRef a, LLVMValueRef b, const int *m,
+                         int n) {
+  LLVMValueRef e[4 * MAX_LANES];
+  for (int i = 0; i < n; i++)
+    e[i] = m[i] < 0 ? LLVMGetPoison(o->i32) : ci32(o, m[i]);
+  if (!b)
+    b = LLVMGetPoison(LLVMTypeOf(a));
+  return LLVMBuildShuffleVector(o->B, a, b, LLVMConstVector(e, (unsigned)n),
+                                "");
+}
+static LLVMValueRef const_ivec(Lo *o, const int *x, int n) {
+  LLVMValueRef e[MAX_LANES];
+  for (int i = 0; i < n; i++)
+    e[i] = ci32(o, x[i]);
+  return LLVMConstVector(e, (unsigned)n);
+}
+static LLVMValueRef all_ones(Lo *o, int n) {
+  return LLVMConstAllOnes(LLVMVectorType(o->i1, (unsigned)n));
+}
+static void tag(Lo *o, LLVMValueRef inst, unsigned kind) {
+  LLVMSetMetadata(inst, kind,
+                  LLVMMetadataAsValue(o->C, LLVMMDNodeInContext2(o->C, NULL, 0)));
+}
+
+static LLVMValueRef intrinsic(Lo *o, const char *name, LLVMTypeRef *ov,
+                              int nov, LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(o->M, id, ov, (size_t)nov);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(o->C, id, ov, (size_t)nov);
+  return LLVMBuildCall2(o->B, ft, f, args, (unsigned)nargs, "");
+}
+static LLVMValueRef intr1(Lo *o, const char *name, LLVMValueRef a) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  return intrinsic(o, name, &t, 1, &a, 1);
+}
+static LLVMValueRef intr2(Lo *o, const char *name, LLVMValueRef a,
+                          LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef x[2] = {a, b};
+  return intrinsic(o, name, &t, 1, x, 2);
+}
+
+static LLVMValueRef masked_load(Lo *o, LLVMTypeRef vt, LLVMValueRef ptr,
+                                unsigned align, LLVMValueRef mask) {
+  LLVMTypeRef ov[2] = {vt, o->ptr};
+  LLVMValueRef a[4] = {ptr, LLVMConstInt(o->i32, align, 0), mask,
+                       LLVMConstNull(vt)};
+  return intrinsic(o, "llvm.masked.load", ov, 2, a, 4);
+}
+static LLVMValueRef masked_store(Lo *o, LLVMValueRef val, LLVMValueRef ptr,
+                                 unsigned align, LLVMValueRef mask) {
+  LLVMTypeRef ov[2] = {LLVMTypeOf(val), o->ptr};
+  LLVMValueRef a[4] = {val, ptr, LLVMConstInt(o->i32, align, 0), mask};
+  return intrinsic(o, "llvm.masked.store", ov, 2, a, 4);
+}
+static LLVMValueRef gather(Lo *o, LLVMTypeRef vt, LLVMValueRef ptrs,
+                           unsigned align, LLVMValueRef mask) {
+  LLVMTypeRef ov[2] = {vt, LLVMTypeOf(ptrs)};
+  LLVMValueRef a[4] = {ptrs, LLVMConstInt(o->i32, align, 0), mask,
+                       LLVMConstNull(vt)};
+  return intrinsic(o, "llvm.masked.gather", ov, 2, a, 4);
+}
+static LLVMValueRef scatter(Lo *o, LLVMValueRef val, LLVMValueRef ptrs,
+                            unsigned align, LLVMValueRef mask) {
+  LLVMTypeRef ov[2] = {LLVMTypeOf(val), LLVMTypeOf(ptrs)};
+  LLVMValueRef a[4] = {val, ptrs, LLVMConstInt(o->i32, align, 0), mask};
+  return intrinsic(o, "llvm.masked.scatter", ov, 2, a, 4);
+}
+
+static LLVMValueRef gep(Lo *o, LLVMTypeRef et, LLVMValueRef base,
+                        LLVMValueRef idx) {
+  return LLVMBuildGEP2(o->B, et, base, &idx, 1, "");
+}
+
+static LLVMBasicBlockRef block(Lo *o, const char *name) {
+  return LLVMAppendBasicBlockInContext(o->C, o->fn, name);
+}
+
+/* ---- spans: contiguous element runs covering a view ------------------ */
+
+/* A view start::step over M consecutive columns touches the run of step*M
+ * elements beginning at the first column's block; every element of it lies
+ * inside the row, so loading the whole run is in bounds whenever its first
+ * column is.  The view's lanes are then picked with one shuffle, and two
+ * views of one run (x[r,0::2], x[r,1::2]) share the load. */
+static LLVMValueRef span_load(Lo *o, int param, int row, LLVMValueRef ptr,
+                              lm_dtype dt, int M, int start, int step,
+                              LLVMValueRef mask) {
+  LLVMValueRef run = NULL;
+  for (int i = 0; i < o->nspan; i++)
+    if (o->span[i].param == param && o->span[i].row == row)
+      run = o->span[i].val;
+  int n = step * M;
+  LLVMTypeRef rt = vec_t(o, dt, n);
+  unsigned al = (unsigned)lm_dtype_size(dt);
+  if (!run) {
+    if (mask) {
+      int m[4 * MAX_LANES];
+      for (int e = 0; e < n; e++)
+        m[e] = e / step;
+      LLVMValueRef em = step == 1 ? mask : shuf(o, mask, NULL, m, n);
+      run = masked_load(o, rt, ptr, al, em);
+      o->cnt->emit_glob_masked_loads++;
+    } else {
+      run = LLVMBuildLoad2(o->B, rt, ptr, "");
+      LLVMSetAlignment(run, al);
+      tag(o, run, o->md_glob);
+      o->cnt->emit_glob_vector_loads++;
+    }
+    if (o->nspan < 64)
+      o->span[o->nspan++] = (SpanKey){param, row, run};
+  }
+  if (step == 1)
+    return run;
+  int m[MAX_LANES];
+  for (int i = 0; i < M; i++)
+    m[i] = start + step * i;
+  return shuf(o, run, NULL, m, M);
+}
+
+/* Store several views of one run (a store group) with one store when they
+ * cover every residue and every lane is active; else a masked store. */
+static void span_store(Lo *o, LLVMValueRef ptr, lm_dtype dt, int M, int nv,
+                       LLVMValueRef *vals, const int *starts, int step,
+                       LLVMValueRef mask) {
+  int n = step * M, covered[64] = {0}, ncov = 0;
+  LLVMValueRef acc = NULL;
+  for (int s = 0; s < nv; s++) {
+    int m[4 * MAX_LANES];
+    for (int e = 0; e < n; e++)
+      m[e] = e % step == starts[s] ? e / step : -1;
+    LLVMValueRef wide = step == 1 ? vals[s] : shuf(o, vals[s], NULL, m, n);
+    if (!acc) {
+      acc = wide;
+    } else {
+      for (int e = 0; e < n; e++)
+        m[e] = e % step == starts[s] ? n + e : e;
+      acc = shuf(o, acc, wide, m, n);
+    }
+    if (!covered[starts[s]]++)
+      ncov++;
+  }
+  unsigned al = (unsigned)lm_dtype_size(dt);
+  if (ncov == step && !mask) {
+    LLVMValueRef st = LLVMBuildStore(o->B, acc, ptr);
+    LLVMSetAlignment(st, al);
+    tag(o, st, o->md_glob);
+    o->cnt->emit_glob_vector_stores++;
+    return;
+  }
+  LLVMValueRef e[4 * MAX_LANES];
+  int m[4 * MAX_LANES];
+  for (int i = 0; i < n; i++) {
+    e[i] = LLVMConstInt(o->i1, covered[i % step] ? 1 : 0, 0);
+    m[i] = i / step;
+  }
+  LLVMValueRef cm = LLVMConstVector(e, (unsigned)n);
+  if (mask)
+    cm = LLVMBuildAnd(o->B, cm, step == 1 ? mask : shuf(o, mask, NULL, m, n),
+                      "");
+  masked_store(o, acc, ptr, al, cm);
+  o->cnt->emit_glob_masked_stores++;
+}
+
+/* ---- address helpers ------------------------------------------------- */
+
+/* Element pointer of column block `colblk` (in elements) of row `row`. */
+static LLVMValueRef row_ptr(Lo *o, int param, LLVMValueRef row64,
+                            LLVMValueRef colblk64) {
+  lm_dtype dt = o->k->params[param].dtype;
+  LLVMValueRef off = LLVMBuildAdd(
+      o->B, LLVMBuildMul(o->B, row64, o->stride[param], ""), colblk64, "");
+  return gep(o, scal_t(o, dt), o->pbuf[param], off);
+}
+
+/* Per-lane column index of the current step: t*L + s. */
+static LLVMValueRef lane_cols(Lo *o) {
+  return LLVMBuildAdd(
+      o->B, splat(o, LLVMBuildMul(o->B, o->t, ci32(o, o->L), ""), o->W),
+      o->svec, "");
+}
+
+/* Pointer vector for a view of param at the current step, per lane. */
+static LLVMValueRef view_ptrs(Lo *o, int param, int rowwise, int start,
+                              int step) {
+  lm_dtype dt = o->k->params[param].dtype;
+  LLVMValueRef idx = LLVMBuildAdd(
+      o->B, LLVMBuildMul(o->B, lane_cols(o), splat(o, ci32(o, step), o->W), ""),
+      splat(o, ci32(o, start), o->W), "");
+  LLVMValueRef base = o->pbuf[param];
+  if (rowwise) {
+    LLVMValueRef s32 = LLVMBuildTrunc(o->B, o->stride[param], o->i32, "");
+    idx = LLVMBuildAdd(o->B,
+                       LLVMBuildMul(o->B, o->gvec, splat(o, s32, o->W), ""),
+                       idx, "");
+    base = row_ptr(o, param, o->p, ci64(o, 0));
+  }
+  return gep(o, scal_t(o, dt), base, idx);
+}
+
+static LLVMValueRef concat(Lo *o, LLVMValueRef *parts, int n, int M) {
+  while (n > 1) {
+    for (int i = 0; i < n / 2; i++) {
+      int m[MAX_LANES];
+      for (int e = 0; e < 2 * M; e++)
+        m[e] = e;
+      parts[i] = shuf(o, parts[2 * i], parts[2 * i + 1], m, 2 * M);
+    }
+    n /= 2;
+    M *= 2;
+  }
+  return parts[0];
+}
+
+/* ---- private arrays -------------------------------------------------- */
+
+/* The step's slot: the step index, plus the column within a block. */
+static LLVMValueRef step_index(Lo *o) {
+  return o->mode == MODE_BLOCK ? LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), "")
+                               : o->t;
+}
+
+static LLVMValueRef slot_ptr(Lo *o, int node, LLVMValueRef t) {
+  /* byte offset ((sid*nslots + t) * W) * 8: slots are spaced for 8-byte
+   * elements, so every slot vector is aligned to its own size */
+  LLVMValueRef q = LLVMBuildAdd(
+      o->B, LLVMBuildMul(o->B, ci64(o, o->snapid[node]), o->nslots, ""),
+      LLVMBuildSExt(o->B, t, o->i64, ""), "");
+  LLVMValueRef off = LLVMBuildMul(o->B, q, ci64(o, (long long)o->W * 8), "");
+  return gep(o, o->i8, o->scratch, off);
+}
+
+static int slot_legal(lm_dtype t, const char **why) {
+  size_t sz = t == LM_BOOL ? 1 : lm_dtype_size(t);
+  if (sz != 4 && sz != 8) {
+    *why = "private element is not a 4- or 8-byte scalar";
+    return 0;
+  }
+  return 1;
+}
+
+static LLVMValueRef lane_ptrs(Lo *o, LLVMValueRef base, LLVMTypeRef et) {
+  int iota[MAX_LANES];
+  for (int i = 0; i < o->W; i++)
+    iota[i] = i;
+  return gep(o, et, base, const_ivec(o, iota, o->W));
+}
+
+static void fallback(Lo *o, const char *why) {
+  o->cnt->emit_fallbacks++;
+  snprintf(o->cnt->fallback_reason, sizeof o->cnt->fallback_reason, "%s", why);
+}
+
+static void priv_write(Lo *o, int node, LLVMValueRef val) {
+  lm_dtype dt = o->k->nodes[node].dtype;
+  LLVMValueRef ptr = slot_ptr(o, node, step_index(o));
+  const char *why = NULL;
+  lm_priv how = o->v->priv;
+  if (!slot_legal(dt, &why)) {
+    fallback(o, why);
+    val = LLVMBuildZExt(o->B, val, LLVMVectorType(o->i8, (unsigned)o->W), "");
+    how = LM_PRIV_GATHER;
+  }
+  LLVMTypeRef vt = LLVMTypeOf(val);
+  unsigned al = (unsigned)(o->W * (int)lm_dtype_size(dt));
+  if (how == LM_PRIV_GATHER) {
+    LLVMValueRef ptrs = lane_ptrs(o, ptr, LLVMGetElementType(vt));
+    unsigned esz = dt == LM_BOOL ? 1 : (unsigned)lm_dtype_size(dt);
+    tag(o, scatter(o, val, ptrs, esz, o->mask ? o->mask : all_ones(o, o->W)),
+        o->md_priv);
+    o->cnt->emit_priv_scatters++;
+    return;
+  }
+  if (!o->mask) { /* every lane active: the blend is the identity */
+    LLVMValueRef st = LLVMBuildStore(o->B, val, ptr);
+    LLVMSetAlignment(st, al);
+    tag(o, st, o->md_priv);
+    o->cnt->emit_slot_writes++;
+    return;
+  }
+  if (how == LM_PRIV_MASKED) {
+    tag(o, masked_store(o, val, ptr, al, o->mask), o->md_priv);
+    o->cnt->emit_priv_masked_stores++;
+    return;
+  }
+  LLVMValueRef old = LLVMBuildLoad2(o->B, vt, ptr, "");
+  LLVMSetAlignment(old, al);
+  tag(o, old, o->md_priv);
+  LLVMValueRef nv = LLVMBuildSelect(o->B, o->mask, val, old, "");
+  tag(o, nv, o->md_blend);
+  LLVMValueRef st = LLVMBuildStore(o->B, nv, ptr);
+  LLVMSetAlignment(st, al);
+  tag(o, st, o->md_priv);
+  o->cnt->emit_slot_writes++;
+  o->cnt->emit_priv_blends++;
+}
+
+static LLVMValueRef priv_read(Lo *o, int node) {
+  lm_dtype dt = o->k->nodes[node].dtype;
+  LLVMValueRef ptr = slot_ptr(o, node, step_index(o));
+  const char *why = NULL;
+  lm_priv how = o->v->priv;
+  int narrow = !slot_legal(dt, &why);
+  if (narrow) {
+    fallback(o, why);
+    how = LM_PRIV_GATHER;
+  }
+  LLVMTypeRef vt = narrow ? LLVMVectorType(o->i8, (unsigned)o->W)
+                          : vec_t(o, dt, o->W);
+  unsigned al = (unsigned)(o->W * (int)lm_dtype_size(dt));
+  LLVMValueRef v;
+  if (how == LM_PRIV_GATHER) {
+    LLVMValueRef ptrs = lane_ptrs(o, ptr, LLVMGetElementType(vt));
+    v = gather(o, vt, ptrs, narrow ? 1 : (unsigned)lm_dtype_size(dt),
+               o->mask ? o->mask : all_ones(o, o->W));
+    tag(o, v, o->md_priv);
+    o->cnt->emit_priv_gathers++;
+  } else if (o->mask && how == LM_PRIV_MASKED) {
+    v = masked_load(o, vt, ptr, al, o->mask);
+    tag(o, v, o->md_priv);
+    o->cnt->emit_priv_masked_loads++;
+  } else {
+    v = LLVMBuildLoad2(o->B, vt, ptr, "");
+    LLVMSetAlignment(v, al);
+    tag(o, v, o->md_priv);
+    o->cnt->emit_slot_reads++;
+    if (o->mask) /* the report's rule: inactive lanes read as zero */
+      v = LLVMBuildSelect(o->B, o->mask, v, LLVMConstNull(vt), "");
+  }
+  if (narrow)
+    v = LLVMBuildTrunc(o->B, v, vec_t(o, LM_BOOL, o->W), "");
+  return v;
+}
+
+/* ---- elementwise operations (shared by tiles and uniforms) ----------- */
+
+static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
+  const char *name = lm_vmath_name(op, dt, o->W, o->v->isa);
+  if (!name)
+    abort(); /* every (type, width) the variant check admits has a routine */
+  LLVMTypeRef vt = LLVMTypeOf(a);
+  LLVMTypeRef ft = LLVMFunctionType(vt, &vt, 1, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(o->M, name);
+  if (!f) {
+    f = LLVMAddFunction(o->M, name, ft);
+    unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(o->C, mem, 0));
+    unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(o->C, nu, 0));
+    if (o->W * lm_dtype_size(dt) == 64)
+      LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", "512");
+  }
+  o->cnt->emit_math_calls++;
+  return LLVMBuildCall2(o->B, ft, f, &a, 1, "");
+}
+
+static LLVMValueRef fconst(Lo *o, lm_dtype dt, double x) {
+  return splat(o, LLVMConstReal(scal_t(o, dt), x), o->W);
+}
+
+static LLVMValueRef convert(Lo *o, LLVMValueRef a, lm_dtype from,
+                            lm_dtype to) {
+  LLVMTypeRef vt = vec_t(o, to, o->W);
+  if (from == to)
+    return a;
+  if (is_float(from) && is_float(to))
+    return to == LM_F64 ? LLVMBuildFPExt(o->B, a, vt, "")
+                        : LLVMBuildFPTrunc(o->B, a, vt, "");
+  if (is_float(to))
+    return LLVMBuildSIToFP(o->B, a, vt, "");
+  if (is_float(from))
+    return LLVMBuildFPToSI(o->B, a, vt, "");
+  return LLVMBuildZExt(o->B, a, vt, ""); /* bool -> i32 */
+}
+
+static LLVMValueRef powi(Lo *o, LLVMValueRef x, int n, lm_dtype dt) {
+  int e = n < 0 ? -n : n;
+  LLVMValueRef r = NULL, b = x;
+  while (e) {
+    if (e & 1)
+      r = r ? (is_float(dt) ? LLVMBuildFMul(o->B, r, b, "")
+                            : LLVMBuildMul(o->B, r, b, ""))
+            : b;
+    e >>= 1;
+    if (e)
+      b = is_float(dt) ? LLVMBuildFMul(o->B, b, b, "")
+                       : LLVMBuildMul(o->B, b, b, "");
+  }
+  if (!r)
+    r = is_float(dt) ? fconst(o, dt, 1.0)
+                     : splat(o, ci32(o, 1), o->W);
+  if (n < 0)
+    r = LLVMBuildFDiv(o->B, fconst(o, dt, 1.0), r, "");
+  return r;
+}
+
+static LLVMValueRef elementwise(Lo *o, const lm_node *n, LLVMValueRef a,
+                                LLVMValueRef b, LLVMValueRef c) {
+  const lm_kernel *k = o->k;
+  lm_dtype at = n->a >= 0 ? k->nodes[n->a].dtype : n->dtype;
+  int fl = is_float(at);
+  LLVMBuilderRef B = o->B;
+  switch (n->op) {
+  case LM_OP_NEG: return fl ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
+  case LM_OP_ABS:
+    if (fl)
+      return intr1(o, "llvm.fabs", a);
+    return intr2(o, "llvm.abs", a, LLVMConstInt(o->i1, 0, 0));
+  case LM_OP_NOT: return LLVMBuildNot(B, a, "");
+  case LM_OP_EXP:
+  case LM_OP_LOG:
+  case LM_OP_TANH:
+  case LM_OP_ERF:
+  case LM_OP_SIN:
+  case LM_OP_COS: return vmath(o, n->op, n->dtype, a);
+  case LM_OP_SQRT: return intr1(o, "llvm.sqrt", a);
+  case LM_OP_RSQRT:
+    return LLVMBuildFDiv(B, fconst(o, n->dtype, 1.0), intr1(o, "llvm.sqrt", a),
+                         "");
+  case LM_OP_SIGMOID: {
+    LLVMValueRef e = vmath(o, LM_OP_EXP, n->dtype, LLVMBuildFNeg(B, a, ""));
+    LLVMValueRef one = fconst(o, n->dtype, 1.0);
+    return LLVMBuildFDiv(B, one, LLVMBuildFAdd(B, one, e, ""), "");
+  }
+  case LM_OP_POWI: return powi(o, a, n->ipow, n->dtype);
+  case LM_OP_CAST: return convert(o, a, at, n->dtype);
+  case LM_OP_ADD: return fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+  case LM_OP_SUB: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+  case LM_OP_MUL: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+  case LM_OP_DIV: return fl ? LLVMBuildFDiv(B, a, b, "") : LLVMBuildSDiv(B, a, b, "");
+  case LM_OP_MIN: return intr2(o, fl ? "llvm.minimum" : "llvm.smin", a, b);
+  case LM_OP_MAX: return intr2(o, fl ? "llvm.maximum" : "llvm.smax", a, b);
+  case LM_OP_EQ: return fl ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+  case LM_OP_NE: return fl ? LLVMBuildFCmp(B, LLVMRealUNE, a, b, "") : LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+  case LM_OP_LT: return fl ? LLVMBuildFCmp(B, LLVMRealOLT, a, b, "") : LLVMBuildICmp(B, LLVMIntSLT, a, b, "");
+  case LM_OP_LE: return fl ? LLVMBuildFCmp(B, LLVMRealOLE, a, b, "") : LLVMBuildICmp(B, LLVMIntSLE, a, b, "");
+  case LM_OP_GT: return fl ? LLVMBuildFCmp(B, LLVMRealOGT, a, b, "") : LLVMBuildICmp(B, LLVMIntSGT, a, b, "");
+  case LM_OP_GE: return fl ? LLVMBuildFCmp(B, LLVMRealOGE, a, b, "") : LLVMBuildICmp(B, LLVMIntSGE, a, b, "");
+  case LM_OP_AND: return LLVMBuildAnd(B, a, b, "");
+  case LM_OP_OR: return LLVMBuildOr(B, a, b, "");
+  case LM_OP_FMA: {
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef x[3] = {a, b, c};
+    return intrinsic(o, "llvm.fma", &t, 1, x, 3);
+  }
+  case LM_OP_WHERE: return LLVMBuildSelect(B, a, b, c, "");
+  default: abort(); /* leaves and reductions are handled by the callers */
+  }
+}
+
+/* ---- uniforms --------------------------------------------------------- */
+
+static LLVMValueRef uniform_leaf(Lo *o, const lm_node *n) {
+  switch (n->op) {
+  case LM_OP_CONST:
+    if (is_float(n->dtype))
+      return fconst(o, n->dtype, n->imm);
+    return splat(o, LLVMConstInt(scal_t(o, n->dtype), (unsigned long long)(long long)n->imm, 1), o->W);
+  case LM_OP_SCALAR: {
+    LLVMValueRef s = o->pscal[n->param];
+    LLVMValueRef v = is_float(n->dtype)
+                         ? (n->dtype == LM_F32 ? LLVMBuildFPTrunc(o->B, s, o->f32, "") : s)
+                         : LLVMBuildFPToSI(o->B, s, o->i32, "");
+    return splat(o, v, o->W);
+  }
+  case LM_OP_DIM: {
+    LLVMValueRef d = n->sym >= 0 ? LLVMBuildMul(o->B, o->dim[n->sym], ci64(o, n->coef), "")
+                                 : ci64(o, n->coef);
+    LLVMValueRef v = is_float(n->dtype) ? LLVMBuildSIToFP(o->B, d, scal_t(o, n->dtype), "")
+                                        : LLVMBuildTrunc(o->B, d, o->i32, "");
+    return splat(o, v, o->W);
+  }
+  case LM_OP_ROWIDX: return o->rvec;
+  case LM_OP_LOAD_INST: {
+    lm_dtype dt = o->k->params[n->param].dtype;
+    LLVMValueRef base = gep(o, scal_t(o, dt), o->pbuf[n->param], o->p);
+    if (o->L == 1) {
+      o->cnt->emit_glob_masked_loads++;
+      return masked_load(o, vec_t(o, dt, o->W), base, (unsigned)lm_dtype_size(dt), o->valid);
+    }
+    o->cnt->emit_glob_gathers++;
+    return gather(o, vec_t(o, dt, o->W), gep(o, scal_t(o, dt), base, o->gvec),
+                  (unsigned)lm_dtype_size(dt), o->valid);
+  }
+  default: abort();
+  }
+}
+
+static LLVMValueRef emit_uniform(Lo *o, int id) {
+  if (o->uval[id])
+    return o->uval[id];
+  const lm_node *n = &o->k->nodes[id];
+  LLVMValueRef v;
+  if (n->a < 0)
+    v = uniform_leaf(o, n);
+  else
+    v = elementwise(o, n, emit_uniform(o, n->a),
+                    n->b >= 0 ? emit_uniform(o, n->b) : NULL,
+                    n->c >= 0 ? emit_uniform(o, n->c) : NULL);
+  return o->uval[id] = v;
+}
+
+static int is_reduction(lm_op op) {
+  return op == LM_OP_RSUM || op == LM_OP_RMAX || op == LM_OP_RMIN;
+}
+
+/* Evaluate every uniform that is known in loop `loop` (outside the loop, so
+ * it dominates both the main part and the tail). */
+static void eval_uniforms(Lo *o, int loop) {
+  for (int i = 0; i < o->k->nnodes; i++) {
+    const lm_node *n = &o->k->nodes[i];
+    if (!n->tile && !is_reduction(n->op) && n->avail <= loop)
+      emit_uniform(o, i);
+  }
+}
+
+/* ---- tiles ------------------------------------------------------------ */
+
+static LLVMValueRef emit_tile(Lo *o, int id);
+
+static LLVMValueRef load_row(Lo *o, const lm_node *n) {
+  lm_dtype dt = o->k->params[n->param].dtype;
+  switch (o->mode) {
+  case MODE_CONTIG: {
+    LLVMValueRef blk = LLVMBuildSExt(
+        o->B, LLVMBuildMul(o->B, o->t, ci32(o, n->step * o->W), ""), o->i64, "");
+    return span_load(o, n->param, 0, row_ptr(o, n->param, o->p, blk), dt, o->W,
+                     n->start, n->step, o->mask);
+  }
+  case MODE_SEG: {
+    LLVMValueRef parts[MAX_LANES];
+    LLVMValueRef blk = LLVMBuildSExt(
+        o->B, LLVMBuildMul(o->B, o->t, ci32(o, n->step * o->L), ""), o->i64, "");
+    for (int g = 0; g < o->G; g++) {
+      LLVMValueRef row = LLVMBuildAdd(o->B, o->p, ci64(o, g), "");
+      parts[g] = span_load(o, n->param, g, row_ptr(o, n->param, row, blk), dt,
+                           o->L, n->start, n->step, NULL);
+    }
+    return concat(o, parts, o->G, o->L);
+  }
+  case MODE_BLOCK: return o->pre[n - o->k->nodes][o->blk];
+  case MODE_GATHER:
+  default:
+    o->cnt->emit_glob_gathers++;
+    return gather(o, vec_t(o, dt, o->W), view_ptrs(o, n->param, 1, n->start, n->step),
+                  (unsigned)lm_dtype_size(dt), o->mask ? o->mask : all_ones(o, o->W));
+  }
+}
+
+static LLVMValueRef load_col(Lo *o, const lm_node *n) {
+  lm_dtype dt = o->k->params[n->param].dtype;
+  LLVMTypeRef et = scal_t(o, dt);
+  if (o->L == 1) { /* one column per step, shared by every lane */
+    LLVMValueRef t = o->mode == MODE_BLOCK
+                         ? LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), "")
+                         : o->t;
+    LLVMValueRef idx = LLVMBuildAdd(o->B, LLVMBuildMul(o->B, t, ci32(o, n->step), ""),
+                                    ci32(o, n->start), "");
+    LLVMValueRef ld = LLVMBuildLoad2(o->B, et, gep(o, et, o->pbuf[n->param], idx), "");
+    tag(o, ld, o->md_glob);
+    return splat(o, ld, o->W);
+  }
+  if (o->mode == MODE_CONTIG || o->mode == MODE_SEG) {
+    int M = o->mode == MODE_CONTIG ? o->W : o->L;
+    LLVMValueRef blk = LLVMBuildMul(o->B, o->t, ci32(o, n->step * M), "");
+    LLVMValueRef v = span_load(o, n->param, -1, gep(o, et, o->pbuf[n->param], blk), dt,
+                               M, n->start, n->step, o->mode == MODE_CONTIG ? o->mask : NULL);
+    if (M == o->W)
+      return v;
+    int m[MAX_LANES];
+    for (int i = 0; i < o->W; i++)
+      m[i] = i % o->L;
+    return shuf(o, v, NULL, m, o->W);
+  }
+  o->cnt->emit_glob_gathers++;
+  return gather(o, vec_t(o, dt, o->W), view_ptrs(o, n->param, 0, n->start, n->step),
+                (unsigned)lm_dtype_size(dt), o->mask ? o->mask : all_ones(o, o->W));
+}
+
+static LLVMValueRef emit_tile(Lo *o, int id) {
+  const lm_node *n = &o->k->nodes[id];
+  if (!n->tile)
+    return emit_uniform(o, id);
+  if (o->memo[id])
+    return o->memo[id];
+  LLVMValueRef v;
+  if (o->snapshot && n->snap && n->level < o->loop) {
+    v = priv_read(o, id);
+  } else {
+    switch (n->op) {
+    case LM_OP_LOAD_ROW: v = load_row(o, n); break;
+    case LM_OP_LOAD_COL: v = load_col(o, n); break;
+    case LM_OP_COLIDX:
+      v = o->mode == MODE_BLOCK
+              ? splat(o, LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), ""), o->W)
+              : lane_cols(o);
+      break;
+    default:
+      v = elementwise(o, n, emit_tile(o, n->a),
+                      n->b >= 0 ? emit_tile(o, n->b) : NULL,
+                      n->c >= 0 ? emit_tile(o, n->c) : NULL);
+    }
+    if (o->snapshot && n->snap && n->level == o->loop)
+      priv_write(o, id, v);
+  }
+  return o->memo[id] = v;
+}
+
+/* Which tiles loop `loop` computes from sources (for block preloading). */
+static void mark_need(Lo *o, int id) {
+  const lm_node *n = &o->k->nodes[id];
+  if (!n->tile || o->need[id])
+    return;
+  o->need[id] = 1;
+  if (o->snapshot && n->snap && n->level < o->loop)
+    return;
+  if (n->a >= 0) mark_need(o, n->a);
+  if (n->b >= 0) mark_need(o, n->b);
+  if (n->c >= 0) mark_need(o, n->c);
+}
+
+/* ---- reductions ------------------------------------------------------- */
+
+static LLVMValueRef red_identity(Lo *o, const lm_node *n) {
+  double x = n->op == LM_OP_RSUM ? 0.0 : n->op == LM_OP_RMAX ? -1.0 / 0.0 : 1.0 / 0.0;
+  return fconst(o, n->dtype, x);
+}
+static LLVMValueRef red_op(Lo *o, lm_op op, LLVMValueRef a, LLVMValueRef b) {
+  if (op == LM_OP_RSUM)
+    return LLVMBuildFAdd(o->B, a, b, "");
+  return intr2(o, op == LM_OP_RMAX ? "llvm.maximum" : "llvm.minimum", a, b);
+}
+static int loop_reduction(Lo *o, int id) {
+  const lm_node *n = &o->k->nodes[id];
+  return is_reduction(n->op) && n->nuses > 0 && o->k->nodes[n->a].level == o->loop;
+}
+
+static void accumulate(Lo *o, int id, int u) {
+  const lm_node *n = &o->k->nodes[id];
+  LLVMValueRef x = emit_tile(o, n->a);
+  if (o->mask)
+    x = LLVMBuildSelect(o->B, o->mask, x, red_identity(o, n), "");
+  LLVMTypeRef vt = vec_t(o, n->dtype, o->W);
+  LLVMValueRef a = LLVMBuildLoad2(o->B, vt, o->acc[id][u], "");
+  LLVMBuildStore(o->B, red_op(o, n->op, a, x), o->acc[id][u]);
+}
+
+static void finalize_reduction(Lo *o, int id) {
+  const lm_node *n = &o->k->nodes[id];
+  LLVMTypeRef vt = vec_t(o, n->dtype, o->W);
+  LLVMValueRef v = LLVMBuildLoad2(o->B, vt, o->acc[id][0], "");
+  for (int u = 1; u < o->U; u++)
+    v = red_op(o, n->op, v, LLVMBuildLoad2(o->B, vt, o->acc[id][u], ""));
+  for (int s = o->L / 2; s >= 1; s /= 2) { /* butterfly within groups of L */
+    int m[MAX_LANES];
+    for (int i = 0; i < o->W; i++)
+      m[i] = i ^ s;
+    v = red_op(o, n->op, v, shuf(o, v, NULL, m, o->W));
+    o->cnt->emit_hreduce_steps++;
+  }
+  o->uval[id] = v;
+}
+
+/* ---- one step --------------------------------------------------------- */
+
+static void begin_step(Lo *o) {
+  memset(o->memo, 0, sizeof(LLVMValueRef) * (size_t)o->k->nnodes);
+  if (o->mode != MODE_BLOCK)
+    o->nspan = 0;
+}
+
+/* Row stores of this loop grouped by (param, step): a group whose views
+ * cover a run is written with one store. */
+static void store_groups(Lo *o, void (*emit)(Lo *, int *, int)) {
+  const lm_kernel *k = o->k;
+  int done[256] = {0};
+  for (int i = 0; i < k->nstores && i < 256; i++) {
+    const lm_store *s = &k->stores[i];
+    if (done[i] || s->kind != LM_STORE_ROW || s->level != o->loop)
+      continue;
+    int grp[64], ng = 0;
+    for (int j = i; j < k->nstores && j < 256 && ng < 64; j++) {
+      const lm_store *t = &k->stores[j];
+      if (!done[j] && t->kind == LM_STORE_ROW && t->level == o->loop &&
+          t->param == s->param && t->step == s->step) {
+        grp[ng++] = j;
+        done[j] = 1;
+      }
+    }
+    emit(o, grp, ng);
+  }
+}
+
+static void store_now(Lo *o, int *grp, int ng) {
+  const lm_kernel *k = o->k;
+  const lm_store *s0 = &k->stores[grp[0]];
+  lm_dtype dt = k->params[s0->param].dtype;
+  LLVMValueRef vals[64];
+  int starts[64];
+  for (int i = 0; i < ng; i++) {
+    vals[i] = emit_tile(o, k->stores[grp[i]].value);
+    starts[i] = k->stores[grp[i]].start;
+  }
+  if (o->mode == MODE_BLOCK) {
+    for (int i = 0; i < ng; i++)
+      o->pend[grp[i]][o->blk] = vals[i];
+    return;
+  }
+  if (o->mode == MODE_CONTIG) {
+    LLVMValueRef blk = LLVMBuildSExt(
+        o->B, LLVMBuildMul(o->B, o->t, ci32(o, s0->step * o->W), ""), o->i64, "");
+    span_store(o, row_ptr(o, s0->param, o->p, blk), dt, o->W, ng, vals, starts,
+               s0->step, o->mask);
+    return;
+  }
+  if (o->mode == MODE_SEG) {
+    LLVMValueRef blk = LLVMBuildSExt(
+        o->B, LLVMBuildMul(o->B, o->t, ci32(o, s0->step * o->L), ""), o->i64, "");
+    for (int g = 0; g < o->G; g++) {
+      LLVMValueRef part[64];
+      int m[MAX_LANES];
+      for (int i = 0; i < o->L; i++)
+        m[i] = g * o->L + i;
+      for (int i = 0; i < ng; i++)
+        part[i] = shuf(o, vals[i], NULL, m, o->L);
+      LLVMValueRef row = LLVMBuildAdd(o->B, o->p, ci64(o, g), "");
+      span_store(o, row_ptr(o, s0->param, row, blk), dt, o->L, ng, part, starts,
+                 s0->step, NULL);
+    }
+    return;
+  }
+  for (int i = 0; i < ng; i++) {
+    o->cnt->emit_glob_scatters++;
+    scatter(o, vals[i], view_ptrs(o, s0->param, 1, starts[i], s0->step),
+            (unsigned)lm_dtype_size(dt), o->mask ? o->mask : all_ones(o, o->W));
+  }
+}
+
+/* Emit the work of one step: reductions, snapshots, stores. */
+static void emit_step(Lo *o, int u) {
+  const lm_kernel *k = o->k;
+  begin_step(o);
+  for (int i = 0; i < k->nnodes; i++)
+    if (loop_reduction(o, i))
+      accumulate(o, i, u);
+  if (o->snapshot)
+    for (int i = 0; i < k->nnodes; i++)
+      if (k->nodes[i].snap && k->nodes[i].level == o->loop)
+        emit_tile(o, i);
+  store_groups(o, store_now);
+}
+
+/* ---- transposed blocks (L = 1, glob=transpose) ------------------------ */
+
+/* In-register transpose of W vectors of W lanes: log2(W) stages, each
+ * exchanging one bit of the row and column index (swap of s x s blocks). */
+static void transpose(Lo *o, LLVMValueRef *v) {
+  int W = o->W;
+  for (int s = W / 2; s >= 1; s /= 2) {
+    int m1[MAX_LANES], m2[MAX_LANES];
+    for (int j = 0; j < W; j++) {
+      m1[j] = (j & s) ? W + j - s : j;
+      m2[j] = (j & s) ? W + j : j + s;
+    }
+    for (int i = 0; i < W; i++) {
+      if (i & s)
+        continue;
+      LLVMValueRef a = v[i], b = v[i + s];
+      v[i] = shuf(o, a, b, m1, W);
+      v[i + s] = shuf(o, a, b, m2, W);
+    }
+  }
+  o->cnt->emit_transposes++;
+}
+
+static void block_preload(Lo *o) {
+  const lm_kernel *k = o->k;
+  o->nspan = 0;
+  for (int id = 0; id < k->nnodes; id++) {
+    const lm_node *n = &k->nodes[id];
+    if (!o->need[id] || n->op != LM_OP_LOAD_ROW ||
+        (o->snapshot && n->snap && n->level < o->loop))
+      continue;
+    lm_dtype dt = k->params[n->param].dtype;
+    LLVMValueRef blk = LLVMBuildSExt(
+        o->B, LLVMBuildMul(o->B, o->t, ci32(o, n->step), ""), o->i64, "");
+    for (int l = 0; l < o->W; l++) {
+      LLVMValueRef row = LLVMBuildAdd(o->B, o->p, ci64(o, l), "");
+      o->pre[id][l] = span_load(o, n->param, l, row_ptr(o, n->param, row, blk),
+                                dt, o->W, n->start, n->step, NULL);
+    }
+    transpose(o, o->pre[id]);
+  }
+}
+
+static void block_flush_group(Lo *o, int *grp, int ng) {
+  const lm_kernel *k = o->k;
+  const lm_store *s0 = &k->stores[grp[0]];
+  lm_dtype dt = k->params[s0->param].dtype;
+  int starts[64];
+  for (int i = 0; i < ng; i++) {
+    starts[i] = k->stores[grp[i]].start;
+    transpose(o, o->pend[grp[i]]);
+  }
+  LLVMValueRef blk = LLVMBuildSExt(
+      o->B, LLVMBuildMul(o->B, o->t, ci32(o, s0->step), ""), o->i64, "");
+  for (int l = 0; l < o->W; l++) {
+    LLVMValueRef vals[64];
+    for (int i = 0; i < ng; i++)
+      vals[i] = o->pend[grp[i]][l];
+    LLVMValueRef row = LLVMBuildAdd(o->B, o->p, ci64(o, l), "");
+    span_store(o, row_ptr(o, s0->param, row, blk), dt, o->W, ng, vals, starts,
+               s0->step, NULL);
+  }
+}
+
+static void block_flush(Lo *o) {
+  /* same grouping as store_now, applied to the collected values */
+  const lm_kernel *k = o->k;
+  int done[256] = {0};
+  for (int i = 0; i < k->nstores && i < 256; i++) {
+    const lm_store *s = &k->stores[i];
+    if (done[i] || s->kind != LM_STORE_ROW || s->level != o->loop)
+      continue;
+    int grp[64], ng = 0;
+    for (int j = i; j < k->nstores && j < 256 && ng < 64; j++) {
+      const lm_store *t = &k->stores[j];
+      if (!done[j] && t->kind == LM_STORE_ROW && t->level == o->loop &&
+          t->param == s->param && t->step == s->step) {
+        grp[ng++] = j;
+        done[j] = 1;
+      }
+    }
+    block_flush_group(o, grp, ng);
+  }
+}
+
+/* ---- loops ------------------------------------------------------------ */
+
+static LLVMValueRef active_mask(Lo *o) {
+  return LLVMBuildICmp(o->B, LLVMIntSLT, lane_cols(o), o->lenv, "");
+}
+
+/* One column loop: the unmasked main part, then the masked tail. */
+static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
+  const lm_kernel *k = o->k;
+  for (int i = 0; i < k->nnodes; i++)
+    if (loop_reduction(o, i))
+      for (int u = 0; u < o->U; u++) {
+        LLVMTypeRef vt = vec_t(o, k->nodes[i].dtype, o->W);
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(o->C);
+        LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(o->fn);
+        LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
+        o->acc[i][u] = LLVMBuildAlloca(eb, vt, "acc");
+        LLVMDisposeBuilder(eb);
+        LLVMBuildStore(o->B, red_identity(o, &k->nodes[i]), o->acc[i][u]);
+      }
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(o->C);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(o->fn);
+  LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
+  LLVMValueRef ta = LLVMBuildAlloca(eb, o->i32, "t");
+  LLVMDisposeBuilder(eb);
+  LLVMBuildStore(o->B, ci32(o, 0), ta);
+
+  int blockmode = o->L == 1 && o->v->glob == LM_GLOB_TRANSPOSE;
+  int per = blockmode ? o->W : o->U;
+  Mode main_mode = o->L == o->W ? MODE_CONTIG
+                   : blockmode ? MODE_BLOCK
+                   : o->v->glob == LM_GLOB_TRANSPOSE ? MODE_SEG
+                                                     : MODE_GATHER;
+  Mode tail_mode = o->L == o->W ? MODE_CONTIG : MODE_GATHER;
+  if (blockmode) {
+    memset(o->need, 0, (size_t)k->nnodes);
+    for (int i = 0; i < k->nnodes; i++)
+      if (loop_reduction(o, i))
+        mark_need(o, k->nodes[i].a);
+      else if (o->snapshot && k->nodes[i].snap && k->nodes[i].level == o->loop)
+        mark_need(o, i);
+    for (int i = 0; i < k->nstores; i++)
+      if (k->stores[i].kind == LM_STORE_ROW && k->stores[i].level == o->loop)
+        mark_need(o, k->stores[i].value);
+  }
+
+  LLVMBasicBlockRef mc = block(o, "main.cond"), mb = block(o, "main.body"),
+                    tc = block(o, "tail.cond"), tb = block(o, "tail.body"),
+                    done = block(o, "loop.done");
+  LLVMBuildBr(o->B, mc);
+  LLVMPositionBuilderAtEnd(o->B, mc);
+  LLVMValueRef t = LLVMBuildLoad2(o->B, o->i32, ta, "");
+  LLVMBuildCondBr(o->B,
+                  LLVMBuildICmp(o->B, LLVMIntSLE,
+                                LLVMBuildAdd(o->B, t, ci32(o, per), ""), tfull, ""),
+                  mb, tc);
+  LLVMPositionBuilderAtEnd(o->B, mb);
+  o->mode = main_mode;
+  o->mask = NULL;
+  o->t = t;
+  if (blockmode) {
+    block_preload(o);
+    for (int b = 0; b < o->W; b++) {
+      o->blk = b;
+      emit_step(o, b % o->U);
+    }
+    block_flush(o);
+  } else {
+    for (int u = 0; u < o->U; u++) {
+      o->t = LLVMBuildAdd(o->B, t, ci32(o, u), "");
+      emit_step(o, u);
+    }
+  }
+  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, per), ""), ta);
+  LLVMBuildBr(o->B, mc);
+
+  LLVMPositionBuilderAtEnd(o->B, tc);
+  t = LLVMBuildLoad2(o->B, o->i32, ta, "");
+  LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tmax, ""), tb, done);
+  LLVMPositionBuilderAtEnd(o->B, tb);
+  o->mode = tail_mode;
+  o->t = t;
+  o->blk = -1;
+  o->mask = active_mask(o);
+  emit_step(o, 0);
+  o->mask = NULL;
+  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
+  LLVMBuildBr(o->B, tc);
+
+  LLVMPositionBuilderAtEnd(o->B, done);
+  for (int i = 0; i < k->nnodes; i++)
+    if (loop_reduction(o, i))
+      finalize_reduction(o, i);
+}
+
+static void store_instances(Lo *o) {
+  const lm_kernel *k = o->k;
+  for (int i = 0; i < k->nstores; i++) {
+    const lm_store *s = &k->stores[i];
+    if (s->kind != LM_STORE_INST)
+      continue;
+    lm_dtype dt = k->params[s->param].dtype;
+    LLVMValueRef v = emit_uniform(o, s->value);
+    LLVMValueRef base = gep(o, scal_t(o, dt), o->pbuf[s->param], o->p);
+    if (o->L == 1) {
+      masked_store(o, v, base, (unsigned)lm_dtype_size(dt), o->valid);
+      o->cnt->emit_glob_masked_stores++;
+    } else {
+      LLVMValueRef lead = LLVMBuildICmp(o->B, LLVMIntEQ, o->svec,
+                                        LLVMConstNull(LLVMTypeOf(o->svec)), "");
+      scatter(o, v, gep(o, scal_t(o, dt), base, o->gvec),
+              (unsigned)lm_dtype_size(dt), LLVMBuildAnd(o->B, lead, o->valid, ""));
+      o->cnt->emit_glob_scatters++;
+    }
+  }
+}
+
+/* ---- the entry -------------------------------------------------------- */
+
+static void emit_packet(Lo *o) {
+  const lm_kernel *k = o->k;
+  int W = o->W, L = o->L, G = o->G;
+  LLVMBuilderRef B = o->B;
+  LLVMValueRef rem = LLVMBuildSub(B, o->end, o->p, "");
+  rem = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rem, ci64(o, G), ""),
+                        rem, ci64(o, G), "");
+  LLVMValueRef rem32 = LLVMBuildTrunc(B, rem, o->i32, "");
+  o->valid = LLVMBuildICmp(B, LLVMIntSLT, o->gvec, splat(o, rem32, W), "");
+  o->rvec = LLVMBuildAdd(B, splat(o, LLVMBuildTrunc(B, o->p, o->i32, ""), W),
+                         o->gvec, "");
+  LLVMValueRef Nv = splat(o, o->N, W), zero = LLVMConstNull(LLVMTypeOf(Nv));
+  LLVMValueRef minlen, maxlen;
+  if (k->rowlen_param >= 0) {
+    LLVMValueRef base = gep(o, o->i32, o->pbuf[k->rowlen_param], o->p);
+    LLVMValueRef len = gather(o, LLVMVectorType(o->i32, (unsigned)W),
+                              gep(o, o->i32, base, o->gvec), 4, o->valid);
+    len = intr2(o, "llvm.smax", intr2(o, "llvm.smin", len, Nv), zero);
+    o->lenv = LLVMBuildSelect(B, o->valid, len, zero, "");
+    minlen = intr1(o, "llvm.vector.reduce.smin", o->lenv);
+    maxlen = intr1(o, "llvm.vector.reduce.smax", o->lenv);
+  } else {
+    o->lenv = LLVMBuildSelect(B, o->valid, Nv, zero, "");
+    minlen = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, rem, ci64(o, G), ""),
+                             o->N, ci32(o, 0), "");
+    maxlen = o->N;
+  }
+  LLVMValueRef tfull = LLVMBuildSDiv(B, minlen, ci32(o, L), "");
+  LLVMValueRef tmax = LLVMBuildSDiv(B, LLVMBuildAdd(B, maxlen, ci32(o, L - 1), ""),
+                                    ci32(o, L), "");
+  memset(o->uval, 0, sizeof(LLVMValueRef) * (size_t)k->nnodes);
+  for (int l = 0; l < k->nloops; l++) {
+    o->loop = l;
+    eval_uniforms(o, l);
+    emit_loop(o, tfull, tmax);
+  }
+  eval_uniforms(o, k->nloops);
+  store_instances(o);
+}
+
+static void emit_entry(Lo *o, const char *symbol) {
+  const lm_kernel *k = o->k;
+  LLVMTypeRef pt[3] = {o->ptr, o->i64, o->i64};
+  LLVMTypeRef ft = LLVMFunctionType(o->voidt, pt, 3, 0);
+  o->fn = LLVMAddFunction(o->M, symbol, ft);
+  unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddAttributeAtIndex(o->fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(o->C, nu, 0));
+  int bits = o->W * (int)lm_dtype_size(k->elem) * 8;
+  char width[16];
+  snprintf(width, sizeof width, "%d", bits);
+  LLVMAddTargetDependentFunctionAttr(o->fn, "min-legal-vector-width", width);
+  LLVMAddTargetDependentFunctionAttr(o->fn, "prefer-vector-width", width);
+  LLVMValueRef args = LLVMGetParam(o->fn, 0), first = LLVMGetParam(o->fn, 1),
+               count = LLVMGetParam(o->fn, 2);
+  LLVMBasicBlockRef entry = block(o, "entry");
+  LLVMPositionBuilderAtEnd(o->B, entry);
+  for (int i = 0; i < k->nparams; i++) {
+    LLVMValueRef slot = gep(o, o->i64, args, ci64(o, i));
+    if (k->params[i].kind == LM_PARAM_BUFFER)
+      o->pbuf[i] = LLVMBuildLoad2(o->B, o->ptr, slot, "");
+    else
+      o->pscal[i] = LLVMBuildLoad2(o->B, o->f64, slot, "");
+  }
+  for (int s = 0; s < k->nsyms; s++)
+    o->dim[s] = LLVMBuildLoad2(o->B, o->i64,
+                               gep(o, o->i64, args, ci64(o, k->nparams + s)), "");
+  for (int i = 0; i < k->nparams; i++) {
+    const lm_param *p = &k->params[i];
+    lm_dim d = p->rank == 2 ? p->dims[1] : (lm_dim){-1, 0};
+    o->stride[i] = d.sym >= 0 ? LLVMBuildMul(o->B, o->dim[d.sym], ci64(o, d.coef), "")
+                              : ci64(o, d.coef);
+  }
+  LLVMValueRef N64 = k->ncols.sym >= 0
+                         ? LLVMBuildMul(o->B, o->dim[k->ncols.sym], ci64(o, k->ncols.coef), "")
+                         : ci64(o, k->ncols.coef);
+  o->N = LLVMBuildTrunc(o->B, N64, o->i32, "N");
+  o->end = LLVMBuildAdd(o->B, first, count, "end");
+  o->nslots = LLVMBuildSDiv(o->B, LLVMBuildAdd(o->B, N64, ci64(o, o->L - 1), ""),
+                            ci64(o, o->L), "");
+  int nsnap = 0;
+  for (int i = 0; i < k->nnodes; i++)
+    o->snapid[i] = o->snapshot && k->nodes[i].snap ? nsnap++ : -1;
+  if (nsnap) {
+    LLVMTypeRef st = LLVMFunctionType(o->ptr, &o->i64, 1, 0);
+    LLVMValueRef sf = LLVMGetNamedFunction(o->M, "lm_rt_scratch");
+    if (!sf)
+      sf = LLVMAddFunction(o->M, "lm_rt_scratch", st);
+    LLVMValueRef bytes = LLVMBuildMul(
+        o->B, o->nslots, ci64(o, (long long)nsnap * o->W * 8), "");
+    o->scratch = LLVMBuildCall2(o->B, st, sf, &bytes, 1, "scratch");
+  }
+  int s[MAX_LANES], g[MAX_LANES];
+  for (int i = 0; i < o->W; i++)
+    s[i] = i % o->L, g[i] = i / o->L;
+  o->svec = const_ivec(o, s, o->W);
+  o->gvec = const_ivec(o, g, o->W);
+
+  LLVMValueRef pa = LLVMBuildAlloca(o->B, o->i64, "p");
+  LLVMBuildStore(o->B, first, pa);
+  LLVMBasicBlockRef pc = block(o, "packet.cond"), pb = block(o, "packet.body"),
+                    ex = block(o, "exit");
+  LLVMBuildBr(o->B, pc);
+  LLVMPositionBuilderAtEnd(o->B, pc);
+  o->p = LLVMBuildLoad2(o->B, o->i64, pa, "");
+  LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, o->p, o->end, ""), pb, ex);
+  LLVMPositionBuilderAtEnd(o->B, pb);
+  emit_packet(o);
+  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, o->p, ci64(o, o->G), ""), pa);
+  LLVMBuildBr(o->B, pc);
+  LLVMPositionBuilderAtEnd(o->B, ex);
+  LLVMBuildRetVoid(o->B);
+}
+
+lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
+                          LLVMContextRef ctx, const char *symbol,
+                          LLVMModuleRef *out, lm_counts *counts,
+                          lm_error *err) {
+  *out = NULL;
+  if (lm_variant_check(k, v, err) != LM_OK)
+    return LM_EINPUT;
+  if (v->w > MAX_LANES || k->nstores > 256)
+    return lm_error_set(err, LM_EINPUT, "kernel %s: too many lanes or stores",
+                        k->name);
+  Lo o = {.k = k, .v = v, .cnt = counts, .C = ctx, .W = v->w, .L = v->l};
+  o.G = o.W / o.L;
+  o.U = o.L == o.W ? ACC_CONTIG
+        : o.L == 1 ? (v->glob == LM_GLOB_TRANSPOSE ? ACC_CONTIG : ACC_GATHER)
+                   : ACC_SEGMENT;
+  o.snapshot = v->phase == LM_PHASE_SNAPSHOT;
+  o.i1 = LLVMInt1TypeInContext(ctx);
+  o.i8 = LLVMInt8TypeInContext(ctx);
+  o.i32 = LLVMInt32TypeInContext(ctx);
+  o.i64 = LLVMInt64TypeInContext(ctx);
+  o.f32 = LLVMFloatTypeInContext(ctx);
+  o.f64 = LLVMDoubleTypeInContext(ctx);
+  o.ptr = LLVMPointerTypeInContext(ctx, 0);
+  o.voidt = LLVMVoidTypeInContext(ctx);
+  o.md_priv = LLVMGetMDKindIDInContext(ctx, "lm.priv", 7);
+  o.md_glob = LLVMGetMDKindIDInContext(ctx, "lm.glob", 7);
+  o.md_blend = LLVMGetMDKindIDInContext(ctx, "lm.blend", 8);
+  o.M = LLVMModuleCreateWithNameInContext(k->name, ctx);
+  o.B = LLVMCreateBuilderInContext(ctx);
+  int nn = k->nnodes > 0 ? k->nnodes : 1, np = k->nparams > 0 ? k->nparams : 1;
+  o.pbuf = calloc((size_t)np, sizeof(LLVMValueRef));
+  o.pscal = calloc((size_t)np, sizeof(LLVMValueRef));
+  o.stride = calloc((size_t)np, sizeof(LLVMValueRef));
+  o.dim = calloc(LM_MAX_SYMS, sizeof(LLVMValueRef));
+  o.uval = calloc((size_t)nn, sizeof(LLVMValueRef));
+  o.memo = calloc((size_t)nn, sizeof(LLVMValueRef));
+  o.acc = calloc((size_t)nn, sizeof *o.acc);
+  o.need = calloc((size_t)nn, 1);
+  o.snapid = calloc((size_t)nn, sizeof(int));
+  o.pre = calloc((size_t)nn, sizeof(LLVMValueRef *));
+  o.pend = calloc((size_t)(k->nstores > 0 ? k->nstores : 1), sizeof(LLVMValueRef *));
+  for (int i = 0; i < nn; i++)
+    o.pre[i] = calloc((size_t)o.W, sizeof(LLVMValueRef));
+  for (int i = 0; i < k->nstores; i++)
+    o.pend[i] = calloc((size_t)o.W, sizeof(LLVMValueRef));
+  emit_entry(&o, symbol);
+  for (int i = 0; i < nn; i++)
+    free(o.pre[i]);
+  for (int i = 0; i < k->nstores; i++)
+    free(o.pend[i]);
+  free(o.pre);
+  free(o.pend);
+  free(o.pbuf);
+  free(o.pscal);
+  free(o.stride);
+  free(o.dim);
+  free(o.uval);
+  free(o.memo);
+  free(o.acc);
+  free(o.need);
+  free(o.snapid);
+  LLVMDisposeBuilder(o.B);
+  *out = o.M;
+  return LM_OK;
+}

@@ -1,0 +1,30 @@
+/* Internal interface between the lowering and the compile pipeline. */
+#ifndef LANEMAP_BACKEND_LOWER_H
+#define LANEMAP_BACKEND_LOWER_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "lanemap/backend.h"
+
+/* Build the module holding `symbol` for k x v in ctx.  Fills the emit_*
+ * counts. */
+lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
+                          LLVMContextRef ctx, const char *symbol,
+                          LLVMModuleRef *out, lm_counts *counts,
+                          lm_error *err);
+
+/* Target machine for an ISA (CPU name and features). */
+lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
+                            lm_error *err);
+/* Vector math symbols the lowering may call, with their addresses. */
+typedef struct lm_vmath_sym {
+  const char *name;
+  void *addr;
+} lm_vmath_sym;
+const lm_vmath_sym *lm_vmath_symbols(int *n);
+/* Name of the vector routine for a math op, or NULL if the lowering must
+ * expand it. */
+const char *lm_vmath_name(lm_op op, lm_dtype t, int w, lm_isa isa);
+
+#endif

@@ -1,0 +1,304 @@
+/* Variants: the mapping space of DESIGN.md §6 as values with one stable
+ * string form.  Parsing checks what can be checked without a kernel;
+ * lm_variant_check adds the kernel's facts (element type, private-array
+ * candidates).  The enumerator lists exactly the variants that the check
+ * accepts, so "every legal variant" has one meaning across the project. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lanemap/variant.h"
+
+static const char *isa_names[LM_ISA__COUNT] = {"x86-64-v2", "x86-64-v3",
+                                               "x86-64-v4", "host"};
+
+const char *lm_isa_name(lm_isa isa) {
+  return isa < LM_ISA__COUNT ? isa_names[isa] : "?";
+}
+
+lm_status lm_isa_parse(const char *t, lm_isa *out, lm_error *err) {
+  static const struct {
+    const char *name;
+    lm_isa isa;
+  } alias[] = {{"x86-64-v2", LM_ISA_SSE42}, {"sse4.2", LM_ISA_SSE42},
+               {"x86-64-v3", LM_ISA_AVX2},  {"avx2", LM_ISA_AVX2},
+               {"x86-64-v4", LM_ISA_AVX512}, {"avx512", LM_ISA_AVX512},
+               {"host", LM_ISA_HOST}};
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+    if (strcmp(t, alias[i].name) == 0) {
+      *out = alias[i].isa;
+      return LM_OK;
+    }
+  return lm_error_set(err, LM_EINPUT,
+                      "unknown ISA target '%s' (expected sse4.2, avx2, "
+                      "avx512, host, or x86-64-v2/v3/v4)",
+                      t);
+}
+
+/* The ISA that `host` stands for on this machine. */
+static lm_isa host_isa(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return LM_ISA_AVX512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return LM_ISA_AVX2;
+  return LM_ISA_SSE42;
+}
+
+int lm_isa_runnable(lm_isa isa) {
+  __builtin_cpu_init();
+  lm_isa h = host_isa();
+  if (isa == LM_ISA_HOST)
+    return 1;
+  if (isa == LM_ISA_SSE42)
+    return __builtin_cpu_supports("sse4.2");
+  return isa <= h;
+}
+
+int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide) {
+  if (isa == LM_ISA_HOST)
+    isa = host_isa();
+  int bytes = isa == LM_ISA_AVX512 ? (wide ? 64 : 32)
+              : isa == LM_ISA_AVX2 ? 32
+                                   : 16;
+  return bytes / (int)(elem == LM_F64 ? 8 : 4);
+}
+
+static int legal_w(lm_isa isa, lm_dtype elem, int w) {
+  if (w == lm_isa_lanes(isa, elem, 1))
+    return 1;
+  lm_isa eff = isa == LM_ISA_HOST ? host_isa() : isa;
+  return eff == LM_ISA_AVX512 && w == lm_isa_lanes(isa, elem, 0);
+}
+
+static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+static const char *priv_name[] = {"none", "gather", "slot", "masked"};
+static const char *glob_name[] = {"none", "gather", "transpose"};
+static const char *phase_name[] = {"none", "snapshot", "reread"};
+
+char *lm_variant_format(const lm_variant *v, char *buf, size_t n) {
+  int k = snprintf(buf, n, "%s/w%d/l%d", lm_isa_name(v->isa), v->w, v->l);
+  if (v->priv != LM_PRIV_NONE)
+    k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/priv=%s",
+                  priv_name[v->priv]);
+  if (v->glob != LM_GLOB_NONE)
+    k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/glob=%s",
+                  glob_name[v->glob]);
+  if (v->phase != LM_PHASE_NONE)
+    k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/phase=%s",
+                  phase_name[v->phase]);
+  k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/t%d", v->workers);
+  if (v->workers > 1)
+    snprintf(buf + k, n > (size_t)k ? n - k : 0, "/g%lld",
+             (long long)v->grain);
+  return buf;
+}
+
+static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  if (!*s || strlen(s) > 12)
+    return 0;
+  int64_t v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return 0;
+    v = v * 10 + (*p - '0');
+  }
+  if (v < lo || v > hi)
+    return 0;
+  *out = v;
+  return 1;
+}
+
+static int lookup(const char *const *names, int n, const char *s) {
+  for (int i = 1; i < n; i++)
+    if (strcmp(names[i], s) == 0)
+      return i;
+  return -1;
+}
+
+/* Kernel-independent rules shared by the parser and the check. */
+static lm_status check_fields(const lm_variant *v, lm_dtype elem,
+                              lm_error *err) {
+  if (!legal_w(v->isa, elem, v->w))
+    return lm_error_set(err, LM_EINPUT,
+                        "w%d is not a vector width of %s for %s data", v->w,
+                        lm_isa_name(v->isa), lm_dtype_name(elem));
+  if (!pow2(v->l) || v->l > v->w)
+    return lm_error_set(err, LM_EINPUT,
+                        "l%d: L must be a power of two between 1 and W=%d",
+                        v->l, v->w);
+  if (v->l < v->w && v->glob == LM_GLOB_NONE)
+    return lm_error_set(err, LM_EINPUT,
+                        "L=%d < W=%d needs glob=gather or glob=transpose",
+                        v->l, v->w);
+  if (v->l == v->w && v->glob != LM_GLOB_NONE)
+    return lm_error_set(err, LM_EINPUT,
+                        "glob applies only when L < W; packet-local (L=W) "
+                        "uses contiguous loads");
+  if ((v->priv != LM_PRIV_NONE) != (v->phase == LM_PHASE_SNAPSHOT))
+    return lm_error_set(err, LM_EINPUT,
+                        v->priv != LM_PRIV_NONE
+                            ? "priv applies only with phase=snapshot"
+                            : "phase=snapshot needs priv=gather, slot or "
+                              "masked");
+  if (v->workers < 1 || v->workers > LM_MAX_WORKERS)
+    return lm_error_set(err, LM_EINPUT, "t%d: workers must be 1..%d",
+                        v->workers, LM_MAX_WORKERS);
+  int64_t per = v->w / v->l;
+  if (v->workers > 1 && (v->grain < per || v->grain % per != 0))
+    return lm_error_set(err, LM_EINPUT,
+                        "g%lld: grain must be a positive multiple of W/L=%lld",
+                        (long long)v->grain, (long long)per);
+  return LM_OK;
+}
+
+lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
+  char buf[256];
+  if (strlen(text) >= sizeof buf)
+    return lm_error_set(err, LM_EINPUT, "variant string too long");
+  strcpy(buf, text);
+  lm_variant v = {.workers = 1};
+  int field = 0, have_w = 0, have_l = 0, have_t = 0, have_g = 0;
+  char *save = NULL;
+  for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save),
+            field++) {
+    int64_t x;
+    if (field == 0) {
+      if (lm_isa_parse(f, &v.isa, err) != LM_OK)
+        return LM_EINPUT;
+    } else if (f[0] == 'w' && !have_w && !have_l && parse_int(f + 1, 1, 64, &x)) {
+      v.w = (int)x, have_w = 1;
+    } else if (f[0] == 'l' && have_w && !have_l &&
+               parse_int(f + 1, 1, 64, &x)) {
+      v.l = (int)x, have_l = 1;
+    } else if (strncmp(f, "priv=", 5) == 0 && have_l && !v.priv && !v.glob &&
+               !v.phase && !have_t) {
+      int i = lookup(priv_name, 4, f + 5);
+      if (i < 0)
+        return lm_error_set(err, LM_EINPUT,
+                            "'%s': priv must be gather, slot or masked", f);
+      v.priv = i;
+    } else if (strncmp(f, "glob=", 5) == 0 && have_l && !v.glob && !v.phase &&
+               !have_t) {
+      int i = lookup(glob_name, 3, f + 5);
+      if (i < 0)
+        return lm_error_set(err, LM_EINPUT,
+                            "'%s': glob must be gather or transpose", f);
+      v.glob = i;
+    } else if (strncmp(f, "phase=", 6) == 0 && have_l && !v.phase && !have_t) {
+      int i = lookup(phase_name, 3, f + 6);
+      if (i < 0)
+        return lm_error_set(err, LM_EINPUT,
+                            "'%s': phase must be snapshot or reread", f);
+      v.phase = i;
+    } else if (f[0] == 't' && have_l && !have_t &&
+               parse_int(f + 1, 1, LM_MAX_WORKERS, &x)) {
+      v.workers = (int)x, have_t = 1;
+    } else if (f[0] == 'g' && have_t && !have_g &&
+               parse_int(f + 1, 1, (int64_t)1 << 40, &x)) {
+      v.grain = x, have_g = 1;
+    } else {
+      return lm_error_set(err, LM_EINPUT,
+                          "variant '%s': unexpected field '%s' (form: "
+                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F]/tT[/gG])",
+                          text, f);
+    }
+  }
+  if (!have_w || !have_l || !have_t)
+    return lm_error_set(err, LM_EINPUT,
+                        "variant '%s': needs ISA, wW, lL and tT fields", text);
+  if (v.workers > 1 && !have_g)
+    return lm_error_set(err, LM_EINPUT,
+                        "variant '%s': t%d needs a grain field gG", text,
+                        v.workers);
+  if (v.workers == 1 && have_g)
+    return lm_error_set(err, LM_EINPUT,
+                        "variant '%s': a grain applies only with t > 1", text);
+  /* W depends on the element type: accept either until the kernel check. */
+  lm_status s = check_fields(&v, LM_F32, NULL);
+  if (s != LM_OK && check_fields(&v, LM_F64, err) != LM_OK)
+    return LM_EINPUT;
+  *out = v;
+  return LM_OK;
+}
+
+static int has_snap(const lm_kernel *k) {
+  for (int i = 0; i < k->nnodes; i++)
+    if (k->nodes[i].snap)
+      return 1;
+  return 0;
+}
+
+lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
+                           lm_error *err) {
+  if (check_fields(v, k->elem, err) != LM_OK)
+    return LM_EINPUT;
+  int snap = has_snap(k);
+  if (snap && v->phase == LM_PHASE_NONE)
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %s reuses a tile after a reduction: the "
+                        "variant needs phase=snapshot or phase=reread",
+                        k->name);
+  if (!snap && v->phase != LM_PHASE_NONE)
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %s reuses no tile after a reduction: phase "
+                        "does not apply",
+                        k->name);
+  return LM_OK;
+}
+
+int lm_variant_same_code(const lm_variant *a, const lm_variant *b) {
+  return a->isa == b->isa && a->w == b->w && a->l == b->l &&
+         a->priv == b->priv && a->glob == b->glob && a->phase == b->phase;
+}
+
+void lm_enum_defaults(lm_enum_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->isa = LM_ISA_HOST;
+  o->workers[0] = 1;
+  o->grains[0] = 16;
+}
+
+int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
+                         lm_variant **out, lm_error *err) {
+  *out = NULL;
+  int snap = has_snap(k);
+  int cap = 64, n = 0;
+  lm_variant *vs = malloc(sizeof *vs * cap);
+  int widths[2] = {lm_isa_lanes(o->isa, k->elem, 1),
+                   lm_isa_lanes(o->isa, k->elem, 0)};
+  int nw = widths[1] != widths[0] ? 2 : 1;
+  for (int wi = 0; wi < nw; wi++) {
+    int w = widths[wi];
+    if (!legal_w(o->isa, k->elem, w))
+      continue;
+    for (int l = 1; l <= w; l *= 2)
+      for (int g = l < w ? LM_GLOB_GATHER : LM_GLOB_NONE;
+           g <= (l < w ? LM_GLOB_TRANSPOSE : LM_GLOB_NONE); g++)
+        for (int ph = snap ? LM_PHASE_SNAPSHOT : LM_PHASE_NONE;
+             ph <= (snap ? LM_PHASE_REREAD : LM_PHASE_NONE); ph++)
+          for (int pr = ph == LM_PHASE_SNAPSHOT ? LM_PRIV_GATHER : LM_PRIV_NONE;
+               pr <= (ph == LM_PHASE_SNAPSHOT ? LM_PRIV_MASKED : LM_PRIV_NONE);
+               pr++)
+            for (int ti = 0; ti < 8 && o->workers[ti]; ti++)
+              for (int gi = 0; gi < 8 && (gi == 0 || o->grains[gi]); gi++) {
+                int t = o->workers[ti];
+                if (t == 1 && gi > 0)
+                  break;
+                lm_variant v = {o->isa, w, l, pr, g, ph, t, 0};
+                if (t > 1)
+                  v.grain = (int64_t)(o->grains[gi] ? o->grains[gi] : 16) *
+                            (w / l);
+                if (lm_variant_check(k, &v, NULL) != LM_OK)
+                  continue;
+                if (n == cap)
+                  vs = realloc(vs, sizeof *vs * (cap *= 2));
+                vs[n++] = v;
+              }
+  }
+  (void)err;
+  *out = vs;
+  return n;
+}

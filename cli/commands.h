@@ -1,0 +1,69 @@
+/* The lanemap command's subcommands, and the pieces they share.
+ *
+ * Every subcommand is `int cmd_NAME(int argc, char **argv)` with argv[0]
+ * the subcommand's own name, and returns the process exit code:
+ *   0 ok, 1 a checked property failed, 2 bad input or usage, 3 the system
+ *   refused (I/O) -- the lm_status values of include/lanemap/core.h. */
+#ifndef LANEMAP_CLI_COMMANDS_H
+#define LANEMAP_CLI_COMMANDS_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "lanemap/ir.h"
+#include "lanemap/oracle.h"
+#include "lanemap/variant.h"
+
+int cmd_check(int argc, char **argv);
+int cmd_oracle(int argc, char **argv);
+int cmd_evaluate(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_emit(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* ---- variant selection (cli/variants.c) ----------------------------------
+ * `list` is "V1,V2,..."; with `all`, every legal variant of each runnable
+ * ISA target (or of `isa` only).  *out is malloc'ed. */
+lm_status cli_variants(const lm_kernel *k, const char *list, int all,
+                       const char *isa, lm_variant **out, int *n,
+                       lm_error *err);
+
+/* Seeds are JSON numbers in the records, so they stay below 2^53 to
+ * round-trip exactly. */
+#define CLI_SEED_MAX ((UINT64_C(1) << 53) - 1)
+#define CLI_SEED_DEFAULT 1
+
+/* ---- suite files (cli/suite.c) -------------------------------------------
+ * A suite (schema "lanemap.suite/1") lists cases: an id, a kernel file
+ * relative to the suite's folder, and a shape [R, C] (plus optional
+ * "extra" symbols, "H=33"). */
+typedef struct cli_case {
+  const char *id; /* borrowed from the suite's JSON */
+  char *kernel;   /* path resolved against the suite's folder */
+  int64_t R, C;
+  const char *extra; /* NULL or "H=33,..." */
+} cli_case;
+
+typedef struct cli_suite {
+  char *dir; /* folder of the suite file */
+  cli_case *cases;
+  int ncases;
+  cJSON *json; /* owns the strings the cases borrow */
+} cli_suite;
+
+lm_status cli_suite_load(const char *path, cli_suite *out, lm_error *err);
+void cli_suite_free(cli_suite *s);
+
+/* ---- oracle records (cli/oracle.c) ---------------------------------------
+ * Generate the inputs of one (kernel, shape, seed), run the FP64 oracle and
+ * build one "lanemap.oracle/1" record; case_id may be NULL. */
+lm_status cli_oracle_record(const char *file, const lm_kernel *k,
+                            const lm_shape *shape, uint64_t seed,
+                            const char *case_id, lm_give cJSON **out,
+                            lm_error *err);
+/* The shape [R, C] of a bound shape as the suite writes it: C is the second
+ * dim of the kernel's first 2-D buffer. */
+int64_t cli_shape_cols(const lm_kernel *k, const lm_shape *shape);
+
+#endif

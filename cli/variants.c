@@ -1,0 +1,78 @@
+/* Variant selection shared by run, emit and bench: one variant string, a
+ * comma-separated list, or every legal variant of the ISA targets this
+ * machine can run (or of one --isa). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+lm_status cli_variants(const lm_kernel *k, const char *list, int all,
+                       const char *isa, lm_variant **out, int *n,
+                       lm_error *err) {
+  *out = NULL;
+  *n = 0;
+  if (all) {
+    lm_isa only = LM_ISA__COUNT;
+    if (isa && lm_isa_parse(isa, &only, err) != LM_OK)
+      return LM_EINPUT;
+    const lm_isa isas[] = {LM_ISA_SSE42, LM_ISA_AVX2, LM_ISA_AVX512};
+    lm_variant *acc = NULL;
+    int total = 0;
+    for (int i = 0; i < 3; i++) {
+      lm_isa want = isas[i];
+      if (only != LM_ISA__COUNT) {
+        if (i > 0)
+          break;
+        want = only;
+      }
+      if (!lm_isa_runnable(want))
+        continue;
+      lm_enum_opts eo;
+      lm_enum_defaults(&eo);
+      eo.isa = want;
+      lm_variant *vs;
+      int m = lm_variant_enumerate(k, &eo, &vs, err);
+      if (m < 0) {
+        free(acc);
+        return LM_EINPUT;
+      }
+      acc = realloc(acc, sizeof *acc * (size_t)(total + m));
+      memcpy(acc + total, vs, sizeof *vs * (size_t)m);
+      total += m;
+      free(vs);
+    }
+    *out = acc;
+    *n = total;
+    return LM_OK;
+  }
+  if (!list || !*list)
+    return lm_error_set(err, LM_EINPUT, "no variant given (--variant V or --all-variants)");
+  char *copy = strdup(list), *save = NULL;
+  int cap = 8;
+  lm_variant *vs = malloc(sizeof *vs * (size_t)cap);
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    lm_variant v;
+    if (lm_variant_parse(t, &v, err) != LM_OK || lm_variant_check(k, &v, err) != LM_OK) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      lm_error_set(err, LM_EINPUT, "variant '%s': %s", t, msg);
+      free(copy);
+      free(vs);
+      return LM_EINPUT;
+    }
+    if (!lm_isa_runnable(v.isa)) {
+      lm_error_set(err, LM_EINPUT, "variant '%s': this machine cannot run %s code", t,
+                   lm_isa_name(v.isa));
+      free(copy);
+      free(vs);
+      return LM_EINPUT;
+    }
+    if (*n == cap)
+      vs = realloc(vs, sizeof *vs * (size_t)(cap *= 2));
+    vs[(*n)++] = v;
+  }
+  free(copy);
+  *out = vs;
+  return LM_OK;
+}

@@ -1,0 +1,103 @@
+/* lanemap backend: IR x variant -> LLVM IR -> default<O3> -> native code
+ * (ORC LLJIT, or an object file with a C header), plus the static counts
+ * of what was emitted, and launching with the runtime pool.
+ *
+ * Entry ABI (DESIGN.md §7): void entry(const void *args, int64_t first,
+ * int64_t count) runs instances [first, first+count).  `args` is an array
+ * of 8-byte slots: one per kernel parameter in declaration order (a buffer
+ * pointer, or a scalar as a double), then one int64 per kernel symbol (the
+ * shape).  lm_args_pack builds it. */
+#ifndef LANEMAP_BACKEND_H
+#define LANEMAP_BACKEND_H
+
+#include "lanemap/oracle.h"
+#include "lanemap/runtime.h"
+#include "lanemap/timing.h"
+#include "lanemap/variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Static counts of one compiled variant.  `emit_*` count the sites the
+ * lowering emitted; `ir_*` are read off the optimised LLVM IR; `asm_*` off
+ * the emitted assembly (only when lm_compile_opts.want_asm). */
+typedef struct lm_counts {
+  /* private-array sites, as emitted (the report's "eligible" counts) */
+  int emit_slot_reads, emit_slot_writes; /* contiguous-slot accesses */
+  int emit_priv_gathers, emit_priv_scatters;
+  int emit_priv_masked_loads, emit_priv_masked_stores;
+  int emit_priv_blends; /* blended writes: the extra read of a slot store */
+  int emit_fallbacks;   /* private accesses that could not use the variant's realization */
+  char fallback_reason[160];
+  /* global-memory sites, as emitted */
+  int emit_glob_vector_loads, emit_glob_vector_stores;
+  int emit_glob_gathers, emit_glob_scatters;
+  int emit_glob_masked_loads, emit_glob_masked_stores;
+  int emit_transposes, emit_hreduce_steps, emit_math_calls;
+  /* optimised IR */
+  int ir_instructions, ir_vector_loads, ir_vector_stores;
+  int ir_gathers, ir_scatters, ir_masked_loads, ir_masked_stores;
+  int ir_selects, ir_shuffles, ir_calls, ir_fdiv, ir_sqrt;
+  int ir_priv_loads, ir_priv_stores; /* plain loads/stores still tagged private */
+  /* assembly */
+  int asm_instructions, asm_vector, asm_gathers, asm_scatters;
+  int asm_kmasked, asm_maskmov, asm_shuffles, asm_div_sqrt, asm_calls;
+  int asm_spills, asm_reloads;
+} lm_counts;
+
+typedef struct lm_compile_opts {
+  int want_ir;  /* keep the optimised IR text */
+  int want_asm; /* emit assembly (on a clone) for asm_* counts and text */
+  int opt_level; /* 0..3, default 3 (default<O3>) */
+} lm_compile_opts;
+void lm_compile_defaults(lm_compile_opts *o);
+
+typedef struct lm_compiled lm_compiled;
+
+/* Lower, optimise and JIT one variant.  Thread-safe. */
+lm_status lm_compile(lm_keep const lm_kernel *k, const lm_variant *v,
+                     const lm_compile_opts *o, lm_give lm_compiled **out,
+                     lm_error *err);
+void lm_compiled_free(lm_take lm_compiled *c);
+lm_entry_fn lm_compiled_entry(lm_keep const lm_compiled *c);
+const lm_counts *lm_compiled_counts(lm_keep const lm_compiled *c);
+const lm_variant *lm_compiled_variant(lm_keep const lm_compiled *c);
+double lm_compiled_ms(lm_keep const lm_compiled *c); /* lower+opt+JIT wall ms */
+const char *lm_compiled_ir(lm_keep const lm_compiled *c);  /* NULL unless want_ir */
+const char *lm_compiled_asm(lm_keep const lm_compiled *c); /* NULL unless want_asm */
+/* The unoptimised module as text (for lanemap emit --ir --O0). */
+lm_status lm_lower_to_string(lm_keep const lm_kernel *k, const lm_variant *v,
+                             lm_give char **out, lm_error *err);
+
+/* Ahead-of-time: write an object file holding the variant's entry as
+ * `symbol`, and a C header declaring it. */
+lm_status lm_emit_object(lm_keep const lm_kernel *k, const lm_variant *v,
+                         const char *symbol, const char *obj_path,
+                         const char *header_path, lm_error *err);
+
+/* The args block for a launch on d (malloc'ed, free with free()). */
+lm_give uint64_t *lm_args_pack(lm_keep const lm_kernel *k,
+                               lm_keep const lm_data *d);
+/* Run the compiled variant over all R instances of d, with the variant's
+ * workers and grain on `pool` (NULL: the shared pool). */
+lm_status lm_compiled_launch(lm_keep const lm_compiled *c,
+                             lm_keep lm_pool *pool, const uint64_t *args,
+                             int64_t R, lm_error *err);
+
+/* Time compiled variants on the same data, interleaved, with the one
+ * timing harness (DESIGN.md §8).  Samples are ns per launch over all R
+ * instances of d. */
+lm_status lm_time_variants(lm_keep const lm_kernel *k,
+                           lm_keep lm_compiled *const *cs, int n,
+                           lm_keep lm_data *d, lm_keep lm_pool *pool,
+                           const lm_timing_opts *o, lm_timing_result *out,
+                           lm_error *err);
+
+/* Thread-local scratch for private arrays, used by generated code. */
+void *lm_rt_scratch(int64_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

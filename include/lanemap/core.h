@@ -1,0 +1,69 @@
+/* lanemap core: status codes, the error record every library call fills,
+ * and the arena that holds short-lived compile data.
+ *
+ * The library never prints and never exits.  A call that fails returns a
+ * status and leaves a message in the caller's lm_error; the CLI prints it.
+ * Status values double as the CLI's exit codes (0 ok, 1 a checked property
+ * failed, 2 bad input). */
+#ifndef LANEMAP_CORE_H
+#define LANEMAP_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LANEMAP_VERSION_MAJOR 0
+#define LANEMAP_VERSION_MINOR 1
+#define LANEMAP_VERSION_PATCH 0
+#define LANEMAP_VERSION_STRING "0.1.0"
+
+/* Ownership words used in prototypes (isl style): the callee takes the
+ * argument, the caller receives a new object, or the callee only borrows. */
+#define lm_take
+#define lm_give
+#define lm_keep
+
+typedef enum lm_status {
+  LM_OK = 0,
+  LM_EFAIL = 1,  /* a checked property failed (verification, budget) */
+  LM_EINPUT = 2, /* bad input: source, shape, variant string, file, flag */
+  LM_ESYS = 3,   /* the system refused: I/O, memory, LLVM */
+} lm_status;
+
+typedef struct lm_error {
+  lm_status status;
+  char msg[2048]; /* "file:line:col: error: ..." for kernel sources */
+} lm_error;
+
+/* Set err (if non-NULL) and return status, so callers write
+ * `return lm_error_set(err, LM_EINPUT, "...", ...);`. */
+lm_status lm_error_set(lm_error *err, lm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void lm_error_clear(lm_error *err);
+
+/* Runtime version string, equal to LANEMAP_VERSION_STRING of the build. */
+const char *lm_version(void);
+
+/* Arena: bump allocation in chunks, freed in one call. */
+typedef struct lm_arena lm_arena;
+lm_give lm_arena *lm_arena_new(void);
+void lm_arena_free(lm_take lm_arena *a);
+void *lm_arena_alloc(lm_keep lm_arena *a, size_t n); /* zeroed, 16-aligned */
+char *lm_arena_strndup(lm_keep lm_arena *a, const char *s, size_t n);
+char *lm_arena_strdup(lm_keep lm_arena *a, const char *s);
+
+/* Files are written atomically: data goes to a temp file beside path, is
+ * fsynced, then renamed over path. On failure path is untouched. */
+lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
+                               lm_error *err);
+/* Read a whole file; *out is malloc'ed and NUL-terminated. */
+lm_status lm_file_read(const char *path, lm_give char **out, size_t *n,
+                       lm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,86 @@
+/* lanemap runtime: the persistent thread pool that runs a compiled kernel's
+ * native entry over its instances (DESIGN.md §7 "Runtime").
+ *
+ * A compiled variant has one native entry that runs instances
+ * [first, first+count).  A launch cuts [0, n) into chunks of `grain`
+ * instances (the last one shorter) and lets `workers` participants (the
+ * calling thread included) claim chunks from one atomic counter until none
+ * are left.  workers = 1 runs the chunks inline on the caller and never
+ * touches the pool.
+ *
+ * The reference system lost about 34 µs per launch to wake-up cost on narrow
+ * rows; the target here is about 1 µs for 2 workers.  So the caller
+ * publishes a job by bumping a generation word that idle workers spin on
+ * (no syscall while they spin), and only a worker that has already parked
+ * on its futex after a bounded spin costs a wake-up.  docs/runtime.md has
+ * the protocol and the measured overhead. */
+#ifndef LANEMAP_RUNTIME_H
+#define LANEMAP_RUNTIME_H
+
+#include <stdint.h>
+
+#include "lanemap/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The native entry of one variant: runs instances [first, first+count)
+ * with the packed arguments `args`. */
+typedef void (*lm_entry_fn)(const void *args, int64_t first, int64_t count);
+
+typedef struct lm_pool lm_pool;
+
+/* Largest pool accepted by lm_pool_new (the job word packs the number of
+ * participating pool threads into 23 bits; this is far below that). */
+#define LM_POOL_MAX_THREADS 4096
+
+typedef struct lm_pool_opts {
+  int nthreads;    /* pool threads besides the caller; 0 is allowed */
+  double spin_us;  /* how long an idle worker spins before it parks */
+  int pin;         /* 1: pin pool thread i to the (i+1)-th allowed CPU */
+} lm_pool_opts;
+
+/* Defaults: nthreads 0, spin_us 100 (about 100 back-to-back launches of a
+ * small kernel without any wake-up, while an idle pool goes quiet within a
+ * tenth of a millisecond), pin 0 (a pinned pool thread cannot move away
+ * from a core that the timing harness or another process pins to). */
+void lm_pool_opts_defaults(lm_pool_opts *o);
+
+/* A pool with nthreads worker threads besides the caller, default options.
+ * NULL with err set when nthreads is out of [0, LM_POOL_MAX_THREADS]
+ * (LM_EINPUT) or a thread cannot be created (LM_ESYS). */
+lm_give lm_pool *lm_pool_new(int nthreads, lm_error *err);
+/* The same with every option spelled out. */
+lm_give lm_pool *lm_pool_new_opts(const lm_pool_opts *o, lm_error *err);
+/* Stops and joins the threads, then frees.  No launch may be running on p.
+ * NULL is a no-op. */
+void lm_pool_free(lm_take lm_pool *p);
+/* Worker threads besides the caller (0 for NULL). */
+int lm_pool_threads(lm_keep const lm_pool *p);
+
+/* The process-wide pool, created on first use with one thread per allowed
+ * CPU minus one (the caller is the last participant).  It lives until the
+ * process exits.  NULL only if not even a pool without threads could be
+ * made. */
+lm_keep lm_pool *lm_pool_shared(void);
+
+/* Runs fn over [0, n) in chunks of `grain` instances with `workers`
+ * participants, the caller included, and returns when every chunk is done.
+ *   - workers = 1 runs the chunks inline on the caller, in order, without
+ *     touching the pool (p may then be NULL);
+ *   - workers is clamped to lm_pool_threads(p) + 1 and to the number of
+ *     chunks (a participant without a chunk to claim is not woken);
+ *   - n = 0 is a no-op; grain <= 0, workers <= 0, n < 0, fn NULL, or p NULL
+ *     with workers > 1 is LM_EINPUT.
+ * Thread safety: launches on one pool from several threads are serialized
+ * by a lock held for the whole launch.  A launch made from inside a running
+ * entry of the same pool (a nested launch) runs inline instead, since the
+ * lock is already held by its own launch. */
+lm_status lm_pool_launch(lm_keep lm_pool *p, lm_entry_fn fn, const void *args,
+                         int64_t n, int64_t grain, int workers, lm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

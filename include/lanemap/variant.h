@@ -1,0 +1,95 @@
+/* lanemap variants: one full mapping configuration of one kernel
+ * (DESIGN.md §6), with a stable string form such as
+ *
+ *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/t2/g64
+ *
+ * Fields appear in that order.  `glob` appears only when L < W, `phase`
+ * only when the kernel has a tile reused after a reduction, `priv` only
+ * with phase=snapshot, and `g` only with more than one worker.  Illegal
+ * combinations are rejected with a reason; they are never rewritten. */
+#ifndef LANEMAP_VARIANT_H
+#define LANEMAP_VARIANT_H
+
+#include "lanemap/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum lm_isa {
+  LM_ISA_SSE42,  /* x86-64-v2 */
+  LM_ISA_AVX2,   /* x86-64-v3 */
+  LM_ISA_AVX512, /* x86-64-v4 */
+  LM_ISA_HOST,   /* this machine's CPU and features */
+  LM_ISA__COUNT
+} lm_isa;
+
+typedef enum lm_priv {
+  LM_PRIV_NONE,   /* no private arrays in this variant */
+  LM_PRIV_GATHER, /* pointer vectors: masked gather / scatter */
+  LM_PRIV_SLOT,   /* full vector read, inactive lanes zeroed; store = read + blend + write */
+  LM_PRIV_MASKED, /* native masked load / store with the active mask */
+} lm_priv;
+
+typedef enum lm_glob {
+  LM_GLOB_NONE,      /* L = W: contiguous loads with prefix-mask tails */
+  LM_GLOB_GATHER,    /* row-strided access by gathers and scatters */
+  LM_GLOB_TRANSPOSE, /* L = 1: block loads + in-register transpose; 1 < L < W: segment loads */
+} lm_glob;
+
+typedef enum lm_phase {
+  LM_PHASE_NONE,     /* the kernel reuses no tile after a reduction */
+  LM_PHASE_SNAPSHOT, /* keep reused named tiles in private arrays */
+  LM_PHASE_REREAD,   /* recompute them from the source, Inductor style */
+} lm_phase;
+
+typedef struct lm_variant {
+  lm_isa isa;
+  int w;         /* lanes per packet for the kernel's element type */
+  int l;         /* lanes per instance: 1 program, w packet-local */
+  lm_priv priv;
+  lm_glob glob;
+  lm_phase phase;
+  int workers;   /* 1 runs inline */
+  int64_t grain; /* instances per task (workers > 1), a multiple of w/l */
+} lm_variant;
+
+#define LM_MAX_WORKERS 256
+
+/* Parse a variant string.  Checks syntax and the kernel-independent rules
+ * (W for the ISA, L a power of two <= W, field presence rules that do not
+ * need the kernel).  LM_EINPUT with the offending field on error. */
+lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err);
+/* Format into buf (at least 96 bytes); returns buf. */
+char *lm_variant_format(const lm_variant *v, char *buf, size_t n);
+/* Legality for a kernel: returns LM_OK or LM_EINPUT with the reason. */
+lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
+                           lm_error *err);
+/* Variants equal in every field that changes the generated code. */
+int lm_variant_same_code(const lm_variant *a, const lm_variant *b);
+
+/* Lanes for a kernel element type on an ISA; `wide` picks zmm over ymm on
+ * avx512.  Returns 0 if the ISA cannot be resolved. */
+int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide);
+const char *lm_isa_name(lm_isa isa); /* "x86-64-v4", ... */
+lm_status lm_isa_parse(const char *text, lm_isa *out, lm_error *err); /* also sse4.2, avx2, avx512 */
+/* Can this machine run code for the ISA? */
+int lm_isa_runnable(lm_isa isa);
+
+/* Enumeration options: which ISA, which worker counts and grains. */
+typedef struct lm_enum_opts {
+  lm_isa isa;
+  int workers[8];   /* worker counts to enumerate; 0 ends the list */
+  int grains[8];    /* grains in packets (multiplied by w/l); 0 ends */
+} lm_enum_opts;
+void lm_enum_defaults(lm_enum_opts *o); /* host, workers {1}, grain {16 packets} */
+
+/* All legal variants of k for the options, in a stable order.  *out is
+ * malloc'ed; returns the count, or -1 with err set. */
+int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
+                         lm_give lm_variant **out, lm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,43 @@
+/* lanemap verification harness: run a compiled variant on seeded inputs and
+ * compare every output against the FP64 oracle, with 64-byte guards before
+ * and after each output buffer compared byte for byte, sentinels in the
+ * elements the kernel must not write, and a check that no input changed. */
+#ifndef LANEMAP_VERIFY_H
+#define LANEMAP_VERIFY_H
+
+#include "lanemap/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LM_GUARD_BYTES 64
+#define LM_GUARD_BYTE 0x5A
+
+typedef struct lm_verify_result {
+  int64_t mismatches;      /* output elements outside tolerance or sentinel */
+  int64_t guard_bad;       /* guard bytes changed */
+  int inputs_changed;      /* an input buffer was written */
+  lm_compare_result cmp;   /* details of the first mismatch */
+} lm_verify_result;
+
+/* Run c over all instances of d (inputs from lm_data_gen) and check it
+ * against o.  Returns LM_OK when everything holds, LM_EFAIL with a message
+ * naming the first broken property otherwise.  d's buffers are unchanged
+ * afterwards (outputs hold the variant's results). */
+lm_status lm_verify(lm_keep const lm_kernel *k, lm_keep const lm_compiled *c,
+                    lm_keep lm_data *d, lm_keep const lm_oracle *o,
+                    lm_keep lm_pool *pool, lm_verify_result *res,
+                    lm_error *err);
+
+/* The same check for any native entry with the lanemap ABI (hand-written
+ * comparison kernels, ahead-of-time objects): fn(args, 0, R) runs once on
+ * the calling thread. */
+lm_status lm_verify_entry(lm_keep const lm_kernel *k, lm_entry_fn fn,
+                          lm_keep lm_data *d, lm_keep const lm_oracle *o,
+                          lm_verify_result *res, lm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

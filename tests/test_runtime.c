@@ -1,0 +1,473 @@
+/* Claims about the thread pool: every instance runs exactly once, chunks
+ * have the promised shape, workers = 1 never leaves the caller, concurrent
+ * and nested launches complete, bad arguments are refused, and pools come
+ * and go cleanly.  Nothing here asserts a time. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lanemap/runtime.h"
+
+/* ---- a counting entry --------------------------------------------------- */
+
+#define MAX_THREADS_SEEN 64
+
+typedef struct count_args {
+  int64_t n, grain;
+  _Atomic int *hits;          /* [n] times each instance ran */
+  _Atomic int bad_chunks;     /* chunks of the wrong shape */
+  _Atomic int off_caller;     /* chunks run on a thread other than caller */
+  pthread_t caller;
+  pthread_mutex_t mu;
+  pthread_t seen[MAX_THREADS_SEEN]; /* distinct threads that ran chunks */
+  int nseen;
+} count_args;
+
+static void count_init(count_args *a, int64_t n, int64_t grain) {
+  memset(a, 0, sizeof *a);
+  a->n = n;
+  a->grain = grain;
+  a->hits = calloc((size_t)(n > 0 ? n : 1), sizeof *a->hits);
+  cr_assert_not_null(a->hits);
+  a->caller = pthread_self();
+  pthread_mutex_init(&a->mu, NULL);
+}
+
+static void count_fini(count_args *a) {
+  free(a->hits);
+  pthread_mutex_destroy(&a->mu);
+}
+
+static void count_entry(const void *args, int64_t first, int64_t count) {
+  count_args *a = (count_args *)args;
+  int64_t want = a->n - first < a->grain ? a->n - first : a->grain;
+  if (first < 0 || first >= a->n || first % a->grain != 0 || count != want)
+    atomic_fetch_add(&a->bad_chunks, 1);
+  for (int64_t i = first; i < first + count && i < a->n; i++)
+    if (i >= 0)
+      atomic_fetch_add(&a->hits[i], 1);
+  pthread_t self = pthread_self();
+  if (!pthread_equal(self, a->caller))
+    atomic_fetch_add(&a->off_caller, 1);
+  pthread_mutex_lock(&a->mu);
+  int known = 0;
+  for (int k = 0; k < a->nseen; k++)
+    known |= pthread_equal(a->seen[k], self);
+  if (!known && a->nseen < MAX_THREADS_SEEN)
+    a->seen[a->nseen++] = self;
+  pthread_mutex_unlock(&a->mu);
+}
+
+/* Instances hit not exactly once. */
+static int64_t count_wrong(const count_args *a) {
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < a->n; i++)
+    wrong += atomic_load(&a->hits[i]) != 1;
+  return wrong;
+}
+
+static void launch_and_check(lm_pool *p, int64_t n, int64_t grain,
+                             int workers) {
+  count_args a;
+  count_init(&a, n, grain);
+  lm_error err = {0};
+  lm_status st = lm_pool_launch(p, count_entry, &a, n, grain, workers, &err);
+  cr_assert_eq(st, LM_OK, "n=%lld grain=%lld workers=%d: %s", (long long)n,
+               (long long)grain, workers, err.msg);
+  cr_assert_eq(count_wrong(&a), 0,
+               "n=%lld grain=%lld workers=%d: instances not run exactly once",
+               (long long)n, (long long)grain, workers);
+  cr_assert_eq(atomic_load(&a.bad_chunks), 0,
+               "n=%lld grain=%lld workers=%d: a chunk of the wrong shape",
+               (long long)n, (long long)grain, workers);
+  int expect_max = workers;
+  if (expect_max > lm_pool_threads(p) + 1)
+    expect_max = lm_pool_threads(p) + 1;
+  cr_assert_leq(a.nseen, expect_max,
+                "n=%lld grain=%lld workers=%d: %d threads ran chunks",
+                (long long)n, (long long)grain, workers, a.nseen);
+  count_fini(&a);
+}
+
+static const int64_t sizes[] = {1, 2, 7, 64, 65, 1000, 4097};
+static const int64_t grains[] = {1, 3, 8, 64, 5000};
+static const int worker_counts[] = {1, 2, 3, 4, 9};
+
+static void sweep(lm_pool *p) {
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    for (size_t j = 0; j < sizeof grains / sizeof *grains; j++)
+      for (size_t k = 0; k < sizeof worker_counts / sizeof *worker_counts; k++)
+        launch_and_check(p, sizes[i], grains[j], worker_counts[k]);
+}
+
+Test(pool, every_instance_runs_exactly_once_on_a_3_thread_pool) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(3, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  sweep(p);
+  lm_pool_free(p);
+}
+
+Test(pool, every_instance_runs_exactly_once_on_a_1_thread_pool) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  sweep(p);
+  lm_pool_free(p);
+}
+
+Test(pool, a_pool_with_0_threads_runs_everything_on_the_caller) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(0, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  cr_assert_eq(lm_pool_threads(p), 0);
+  sweep(p);
+  count_args a;
+  count_init(&a, 100, 7);
+  cr_assert_eq(lm_pool_launch(p, count_entry, &a, 100, 7, 4, &err), LM_OK);
+  cr_assert_eq(count_wrong(&a), 0);
+  cr_assert_eq(atomic_load(&a.off_caller), 0);
+  count_fini(&a);
+  lm_pool_free(p);
+}
+
+Test(pool, parked_workers_are_woken_for_every_launch) {
+  /* spin_us = 0: workers park as soon as they are idle, so every launch
+   * below goes through the futex wake path. */
+  lm_pool_opts o;
+  lm_pool_opts_defaults(&o);
+  o.nthreads = 2;
+  o.spin_us = 0;
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new_opts(&o, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  for (int rep = 0; rep < 200; rep++) {
+    launch_and_check(p, 97, 5, 3);
+    if (rep % 50 == 0) {
+      struct timespec ts = {0, 2 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  lm_pool_free(p);
+}
+
+Test(pool, pinned_pool_runs_every_instance_exactly_once) {
+  lm_pool_opts o;
+  lm_pool_opts_defaults(&o);
+  o.nthreads = 2;
+  o.pin = 1;
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new_opts(&o, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  launch_and_check(p, 1000, 16, 3);
+  lm_pool_free(p);
+}
+
+/* ---- workers = 1 -------------------------------------------------------- */
+
+Test(pool, workers_1_runs_only_on_the_calling_thread_in_order) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(2, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  count_args a;
+  count_init(&a, 1000, 10);
+  cr_assert_eq(lm_pool_launch(p, count_entry, &a, 1000, 10, 1, &err), LM_OK);
+  cr_assert_eq(count_wrong(&a), 0);
+  cr_assert_eq(atomic_load(&a.off_caller), 0);
+  cr_assert_eq(a.nseen, 1);
+  cr_assert(pthread_equal(a.seen[0], pthread_self()));
+  count_fini(&a);
+  lm_pool_free(p);
+}
+
+Test(pool, workers_1_needs_no_pool) {
+  count_args a;
+  count_init(&a, 33, 4);
+  lm_error err = {0};
+  cr_assert_eq(lm_pool_launch(NULL, count_entry, &a, 33, 4, 1, &err), LM_OK,
+               "%s", err.msg);
+  cr_assert_eq(count_wrong(&a), 0);
+  cr_assert_eq(atomic_load(&a.bad_chunks), 0);
+  cr_assert_eq(atomic_load(&a.off_caller), 0);
+  count_fini(&a);
+}
+
+typedef struct order_args {
+  int64_t next_first; /* chunks must arrive in increasing order */
+  int out_of_order;
+} order_args;
+
+static void order_entry(const void *args, int64_t first, int64_t count) {
+  order_args *a = (order_args *)args;
+  if (first != a->next_first)
+    a->out_of_order++;
+  a->next_first = first + count;
+}
+
+Test(pool, workers_1_runs_chunks_in_increasing_order) {
+  order_args a = {0, 0};
+  lm_error err = {0};
+  cr_assert_eq(lm_pool_launch(NULL, order_entry, &a, 1001, 10, 1, &err),
+               LM_OK);
+  cr_assert_eq(a.out_of_order, 0);
+  cr_assert_eq(a.next_first, 1001);
+}
+
+/* ---- parallelism -------------------------------------------------------- */
+
+typedef struct meet_args {
+  _Atomic int arrived;
+  _Atomic int met; /* chunks that saw the other chunk running */
+} meet_args;
+
+/* Each of the two chunks waits (up to 20 s) until both have started: only
+ * a launch that really runs two participants at once lets both meet. */
+static void meet_entry(const void *args, int64_t first, int64_t count) {
+  (void)first;
+  (void)count;
+  meet_args *a = (meet_args *)args;
+  atomic_fetch_add(&a->arrived, 1);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (atomic_load(&a->arrived) >= 2) {
+      atomic_fetch_add(&a->met, 1);
+      return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (t.tv_sec - t0.tv_sec > 20)
+      return;
+  }
+}
+
+Test(pool, workers_2_runs_two_chunks_at_the_same_time) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  meet_args a = {0, 0};
+  cr_assert_eq(lm_pool_launch(p, meet_entry, &a, 2, 1, 2, &err), LM_OK);
+  cr_assert_eq(atomic_load(&a.met), 2, "the two chunks never overlapped");
+  lm_pool_free(p);
+}
+
+/* ---- concurrency and nesting -------------------------------------------- */
+
+typedef struct launcher {
+  lm_pool *pool;
+  int64_t seed;
+  int failures;
+} launcher;
+
+static void *launcher_main(void *arg) {
+  launcher *l = arg;
+  for (int rep = 0; rep < 200; rep++) {
+    int64_t n = 1 + (l->seed * 7919 + rep * 104729) % 3000;
+    int64_t grain = 1 + (rep * 31 + l->seed) % 50;
+    int workers = 1 + rep % 4;
+    count_args a;
+    memset(&a, 0, sizeof a);
+    a.n = n;
+    a.grain = grain;
+    a.hits = calloc((size_t)n, sizeof *a.hits);
+    a.caller = pthread_self();
+    pthread_mutex_init(&a.mu, NULL);
+    lm_error err = {0};
+    if (!a.hits ||
+        lm_pool_launch(l->pool, count_entry, &a, n, grain, workers, &err) !=
+            LM_OK ||
+        count_wrong(&a) != 0 || atomic_load(&a.bad_chunks) != 0)
+      l->failures++;
+    free(a.hits);
+    pthread_mutex_destroy(&a.mu);
+  }
+  return NULL;
+}
+
+Test(pool, concurrent_launches_from_4_threads_on_the_shared_pool_all_complete) {
+  lm_pool *p = lm_pool_shared();
+  cr_assert_not_null(p);
+  launcher l[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    l[i] = (launcher){p, i + 1, 0};
+    cr_assert_eq(pthread_create(&t[i], NULL, launcher_main, &l[i]), 0);
+  }
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(l[i].failures, 0, "launcher %d had %d failed launches", i,
+                 l[i].failures);
+}
+
+Test(pool, concurrent_launches_on_a_3_thread_pool_all_complete) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(3, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  launcher l[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    l[i] = (launcher){p, 10 * i + 3, 0};
+    cr_assert_eq(pthread_create(&t[i], NULL, launcher_main, &l[i]), 0);
+  }
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(l[i].failures, 0);
+  lm_pool_free(p);
+}
+
+typedef struct nest_args {
+  lm_pool *pool;
+  count_args inner[8]; /* one inner launch per outer instance */
+  _Atomic int failed;
+} nest_args;
+
+static void nest_entry(const void *args, int64_t first, int64_t count) {
+  nest_args *a = (nest_args *)args;
+  for (int64_t i = first; i < first + count; i++)
+    if (lm_pool_launch(a->pool, count_entry, &a->inner[i], a->inner[i].n,
+                       a->inner[i].grain, 3, NULL) != LM_OK)
+      atomic_fetch_add(&a->failed, 1);
+}
+
+Test(pool, a_nested_launch_on_the_same_pool_runs_inline_and_completes) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(2, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  nest_args a;
+  memset(&a, 0, sizeof a);
+  a.pool = p;
+  for (int i = 0; i < 8; i++)
+    count_init(&a.inner[i], 50 + i, 3);
+  cr_assert_eq(lm_pool_launch(p, nest_entry, &a, 8, 1, 3, &err), LM_OK);
+  cr_assert_eq(atomic_load(&a.failed), 0);
+  for (int i = 0; i < 8; i++) {
+    cr_assert_eq(count_wrong(&a.inner[i]), 0);
+    cr_assert_eq(a.inner[i].nseen, 1, "nested launch %d left its thread", i);
+    count_fini(&a.inner[i]);
+  }
+  lm_pool_free(p);
+}
+
+/* ---- arguments ---------------------------------------------------------- */
+
+static void noop_entry(const void *args, int64_t first, int64_t count) {
+  (void)args;
+  (void)first;
+  (void)count;
+}
+
+static void expect_einput(lm_pool *p, lm_entry_fn fn, int64_t n, int64_t grain,
+                          int workers) {
+  lm_error err = {0};
+  lm_status st = lm_pool_launch(p, fn, NULL, n, grain, workers, &err);
+  cr_assert_eq(st, LM_EINPUT, "n=%lld grain=%lld workers=%d", (long long)n,
+               (long long)grain, workers);
+  cr_assert_eq(err.status, LM_EINPUT);
+  cr_assert_neq(err.msg[0], 0, "the error has no message");
+}
+
+Test(pool, bad_launch_arguments_are_einput) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p);
+  expect_einput(p, noop_entry, 10, 0, 2);
+  expect_einput(p, noop_entry, 10, -1, 2);
+  expect_einput(p, noop_entry, 10, 4, 0);
+  expect_einput(p, noop_entry, 10, 4, -3);
+  expect_einput(p, noop_entry, -1, 4, 2);
+  expect_einput(p, NULL, 10, 4, 2);
+  expect_einput(NULL, noop_entry, 10, 4, 2);
+  /* Bad grain or workers stay bad even when there is nothing to run. */
+  expect_einput(p, noop_entry, 0, 0, 1);
+  expect_einput(p, noop_entry, 0, 1, 0);
+  lm_pool_free(p);
+}
+
+Test(pool, bad_thread_counts_are_einput) {
+  lm_error err = {0};
+  cr_assert_null(lm_pool_new(-1, &err));
+  cr_assert_eq(err.status, LM_EINPUT);
+  lm_error_clear(&err);
+  cr_assert_null(lm_pool_new(LM_POOL_MAX_THREADS + 1, &err));
+  cr_assert_eq(err.status, LM_EINPUT);
+  lm_pool_opts o;
+  lm_pool_opts_defaults(&o);
+  o.spin_us = -1;
+  lm_error_clear(&err);
+  cr_assert_null(lm_pool_new_opts(&o, &err));
+  cr_assert_eq(err.status, LM_EINPUT);
+}
+
+typedef struct called_args {
+  _Atomic int calls;
+} called_args;
+
+static void called_entry(const void *args, int64_t first, int64_t count) {
+  (void)first;
+  (void)count;
+  atomic_fetch_add(&((called_args *)args)->calls, 1);
+}
+
+Test(pool, n_0_is_a_no_op) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p);
+  called_args a = {0};
+  cr_assert_eq(lm_pool_launch(p, called_entry, &a, 0, 4, 2, &err), LM_OK);
+  cr_assert_eq(lm_pool_launch(NULL, called_entry, &a, 0, 4, 1, &err), LM_OK);
+  cr_assert_eq(atomic_load(&a.calls), 0);
+  lm_pool_free(p);
+}
+
+Test(pool, grain_larger_than_n_runs_one_chunk) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(2, &err);
+  cr_assert_not_null(p);
+  called_args a = {0};
+  cr_assert_eq(lm_pool_launch(p, called_entry, &a, 5, 100, 3, &err), LM_OK);
+  cr_assert_eq(atomic_load(&a.calls), 1);
+  lm_pool_free(p);
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+Test(pool, threads_reports_the_requested_count) {
+  lm_error err = {0};
+  for (int t = 0; t <= 4; t++) {
+    lm_pool *p = lm_pool_new(t, &err);
+    cr_assert_not_null(p, "%s", err.msg);
+    cr_assert_eq(lm_pool_threads(p), t);
+    lm_pool_free(p);
+  }
+  cr_assert_eq(lm_pool_threads(NULL), 0);
+}
+
+Test(pool, the_shared_pool_is_one_pool_sized_to_the_cpus_minus_one) {
+  lm_pool *a = lm_pool_shared(), *b = lm_pool_shared();
+  cr_assert_not_null(a);
+  cr_assert_eq(a, b);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+  int want = CPU_COUNT(&set) - 1;
+  cr_assert_eq(lm_pool_threads(a), want > 0 ? want : 0);
+}
+
+Test(pool, pools_made_used_and_freed_in_a_loop_leave_nothing_behind) {
+  /* Under ASan/LSan a leaked worker array or pool shows up here. */
+  lm_error err = {0};
+  for (int rep = 0; rep < 30; rep++) {
+    lm_pool *p = lm_pool_new(1 + rep % 3, &err);
+    cr_assert_not_null(p, "%s", err.msg);
+    if (rep % 2)
+      launch_and_check(p, 257, 16, 4);
+    lm_pool_free(p);
+  }
+  lm_pool_free(NULL);
+}
