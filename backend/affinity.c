@@ -47,9 +47,9 @@ int lm_affinity_pin_nth(int k) {
     if (k-- == 0) {
       CPU_ZERO(&one);
       CPU_SET(cpu, &one);
-      return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0
-                 ? 0
-                 : -1;
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
+        return -1;
+      return 0;
     }
   }
   return -1;

@@ -57,9 +57,9 @@
 #define JOB_GEN_SHIFT 24
 
 typedef struct lm_pool_worker {
-  _Alignas(LM_CACHE_LINE) _Atomic uint32_t wake; /* futex word, bumped per wake */
-  _Atomic int parked;  /* 1 while the worker is (about to be) asleep */
-  int index;           /* 0-based; participates when index < participants-1 */
+  _Alignas(LM_CACHE_LINE) _Atomic uint32_t wake; /* futex word, +1 per wake */
+  _Atomic int parked; /* 1 while the worker is (about to be) asleep */
+  int index;          /* 0-based; participates when index < participants-1 */
   lm_pool *pool;
   pthread_t thread;
 #if !LM_POOL_FUTEX
@@ -111,8 +111,8 @@ static void lm_pool_park_wait(lm_pool_worker *w, uint32_t seen) {
 #if LM_POOL_FUTEX
   /* Returns at once if wake already moved past `seen`; EINTR and spurious
    * returns are fine because the caller re-reads the job word. */
-  syscall(SYS_futex, (uint32_t *)&w->wake, FUTEX_WAIT_PRIVATE, seen, NULL,
-          NULL, 0);
+  syscall(SYS_futex, (uint32_t *)&w->wake, FUTEX_WAIT_PRIVATE, seen, NULL, NULL,
+          0);
 #else
   pthread_mutex_lock(&w->mu);
   while (atomic_load(&w->wake) == seen)
@@ -283,8 +283,8 @@ lm_pool *lm_pool_new_opts(const lm_pool_opts *o, lm_error *err) {
   p->spin_ns = (int64_t)(o->spin_us * 1000.0);
   p->pin = o->pin;
   if (p->nthreads > 0) {
-    p->workers = aligned_alloc(LM_CACHE_LINE,
-                               (size_t)p->nthreads * sizeof *p->workers);
+    p->workers =
+        aligned_alloc(LM_CACHE_LINE, (size_t)p->nthreads * sizeof *p->workers);
     if (!p->workers) {
       lm_error_set(err, LM_ESYS, "pool: out of memory for %d workers",
                    p->nthreads);
@@ -415,8 +415,8 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   p->nchunks = nchunks;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
   p->gen++;
-  uint64_t s = (p->gen << JOB_GEN_SHIFT) |
-               ((uint64_t)part << JOB_PART_SHIFT) | JOB_OPEN;
+  uint64_t s =
+      (p->gen << JOB_GEN_SHIFT) | ((uint64_t)part << JOB_PART_SHIFT) | JOB_OPEN;
   atomic_store(&p->job, s);
   for (int i = 0; i < (int)part - 1; i++)
     lm_pool_park_wake(&p->workers[i]);

@@ -224,8 +224,8 @@ static double lm_timing_sample(const lm_timing_clock *c, const lm_timed *it,
   return el > 0 ? el : 1.0;
 }
 
-static int64_t lm_timing_calibrate(const lm_timing_clock *c,
-                                   const lm_timed *it, double target_ns) {
+static int64_t lm_timing_calibrate(const lm_timing_clock *c, const lm_timed *it,
+                                   double target_ns) {
   int64_t reps = 1;
   double el;
   for (;;) {
@@ -291,9 +291,8 @@ static lm_status lm_timing_alloc(lm_timing_result *out, int n, int ns,
   return LM_OK;
 }
 
-lm_status lm_time_compare(const lm_timing_opts *o, int n,
-                          const lm_timed *items, lm_timing_result *out,
-                          lm_error *err) {
+lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
+                          lm_timing_result *out, lm_error *err) {
   lm_timing_opts d;
   lm_affinity_saved *pin = NULL;
   double *scratch = NULL;
@@ -315,8 +314,8 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n,
     return lm_error_set(err, LM_EINPUT, "timing: entries are NULL");
   for (int i = 0; i < n; i++)
     if (!items[i].run)
-      return lm_error_set(err, LM_EINPUT, "timing: entry %d (%s) has no run",
-                          i, items[i].name ? items[i].name : "unnamed");
+      return lm_error_set(err, LM_EINPUT, "timing: entry %d (%s) has no run", i,
+                          items[i].name ? items[i].name : "unnamed");
 
   const int ns = o->samples;
   if ((st = lm_timing_alloc(out, n, ns, items, err)) != LM_OK)
@@ -334,8 +333,8 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n,
   const lm_timing_clock clk = {o->clock_ns, o->clock_ctx};
 
   for (int i = 0; i < n; i++)
-    out->stats[i].reps = lm_timing_calibrate(&clk, &items[i],
-                                             o->sample_ms * 1e6);
+    out->stats[i].reps =
+        lm_timing_calibrate(&clk, &items[i], o->sample_ms * 1e6);
   lm_timing_warmup(&clk, n, items, out->stats, o->warmup_ms * 1e6);
 
   for (int r = 0; r < ns; r++) {
@@ -343,8 +342,8 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n,
     lm_timing_round_order(o->order, n, r, perm);
     for (int k = 0; k < n; k++) {
       lm_timing_stats *s = &out->stats[perm[k]];
-      s->samples[r] = lm_timing_sample(&clk, &items[perm[k]], s->reps) /
-                      (double)s->reps;
+      s->samples[r] =
+          lm_timing_sample(&clk, &items[perm[k]], s->reps) / (double)s->reps;
     }
   }
 

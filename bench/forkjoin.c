@@ -15,17 +15,24 @@
  * comparison forces the round trip: a rendezvous entry whose 2 chunks each
  * wait until the other has started, which only completes when the pool
  * thread really joins.  That is the fork-join latency a launch pays when it
- * needs its workers.  It prints p50 and min per
- * launch in µs and the paired ratio against the direct call, then, from an
- * untimed pass, the share of chunks the pool thread ran: a launch is only
- * parallel when that share is above zero, and a cheap launch whose worker
- * never shows up is just an inline run with extra steps.
+ * needs its workers.
+ *
+ * A harness sample averages thousands of launches, so one launch stalled
+ * by a preempted thread (a busy 2-vCPU VM stalls a few per second) moves
+ * it.  The last section therefore times single launches with lm_now_ns and
+ * prints their distribution: back to back (the worker spins), and after
+ * 1 ms idle (the worker has parked and must be woken by a futex).  It prints
+ * p50 and min per launch in µs and the paired ratio against the direct call,
+ * then, from an untimed pass, the share of chunks the pool thread ran: a launch
+ * is only parallel when that share is above zero, and a cheap launch whose
+ * worker never shows up is just an inline run with extra steps.
  *
  * Usage: bench_forkjoin [--quick] */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lanemap/runtime.h"
 #include "lanemap/timing.h"
@@ -63,6 +70,35 @@ static void meet_entry(const void *args, int64_t first, int64_t count) {
   long pair_done = (ticket + 1) / 2 * 2;
   while (atomic_load(arrived) < pair_done)
     ;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Distribution of single-launch latencies; idle_us > 0 sleeps that long
+ * before each launch so the pool's worker has parked. */
+static void latency(const char *title, lm_pool *p, lm_entry_fn fn,
+                    const void *args, int count, double idle_us) {
+  double *t = malloc((size_t)count * sizeof *t);
+  if (!t)
+    abort();
+  for (int i = 0; i < count; i++) {
+    if (idle_us > 0) {
+      struct timespec ts = {0, (long)(idle_us * 1e3)};
+      nanosleep(&ts, NULL);
+    }
+    double t0 = lm_now_ns();
+    if (lm_pool_launch(p, fn, args, 2, 1, 2, NULL) != LM_OK)
+      abort();
+    t[i] = lm_now_ns() - t0;
+  }
+  qsort(t, (size_t)count, sizeof *t, cmp_double);
+  printf("  %-34s %8.2f %8.2f %8.2f %8.2f %8.2f\n", title, t[0] / 1e3,
+         t[count / 2] / 1e3, t[count * 9 / 10] / 1e3, t[count * 99 / 100] / 1e3,
+         t[count - 1] / 1e3);
+  free(t);
 }
 
 typedef struct launch_ctx {
@@ -144,8 +180,10 @@ static int compare(const char *title, const lm_timing_opts *o, int n,
 int main(int argc, char **argv) {
   lm_timing_opts o;
   lm_timing_defaults(&o);
+  int quick = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
+      quick = 1;
       o.warmup_ms = 20;
       o.sample_ms = 5;
     } else {
@@ -207,8 +245,19 @@ int main(int argc, char **argv) {
   lm_timed meet[3] = {{"call", run_launch, &m[0]},
                       {"w2 meet", run_launch, &m[1]},
                       {"parked meet", run_launch, &m[2]}};
-  rc |= compare("rendezvous: both participants must run a chunk", &o, 3,
-                meet);
+  rc |= compare("rendezvous: both participants must run a chunk", &o, 3, meet);
+
+  printf("\nsingle launches, workers = 2, µs\n");
+  printf("  %-34s %8s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "p99",
+         "max");
+  int count = quick ? 2000 : 20000;
+  latency("rendezvous, back to back", spin, meet_entry, &arrived_spin, count,
+          0);
+  latency("empty, back to back", spin, empty_entry, NULL, count, 0);
+  latency("rendezvous after 1 ms idle (parked)", spin, meet_entry,
+          &arrived_spin, count / 10, 1000);
+  latency("empty after 1 ms idle (parked)", spin, empty_entry, NULL, count / 10,
+          1000);
 
   lm_pool_free(park);
   lm_pool_free(spin);

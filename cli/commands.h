@@ -21,6 +21,8 @@ int cmd_evaluate(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 /* ---- variant selection (cli/variants.c) ----------------------------------
  * `list` is "V1,V2,..."; with `all`, every legal variant of each runnable

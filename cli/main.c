@@ -29,6 +29,10 @@ static const cli_command commands[] = {
      cmd_run},
     {"emit", "print a variant's LLVM IR, assembly or static counts", cmd_emit},
     {"bench", "time variants side by side, interleaved", cmd_bench},
+    {"calibrate", "fit per-ISA costs from micro-benchmarks, write a profile",
+     cmd_calibrate},
+    {"predict", "predict and rank variants, with --explain per term",
+     cmd_predict},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

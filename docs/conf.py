@@ -37,3 +37,29 @@ html_static_path = []
 
 # Command lines are full of "--flags": keep dashes and quotes as typed.
 smartquotes = False
+
+
+# Two public headers may both forward-declare one opaque type
+# (`typedef struct lm_profile lm_profile;` is legal C11 and lets each header
+# stand alone).  Doxygen reports it once per header and Sphinx's C domain
+# would call the second a duplicate; the type is documented once, so that
+# one warning, and only for such typedefs, is dropped.  Every other warning
+# still fails the build.
+import logging
+import re
+
+_OPAQUE_TYPEDEF = re.compile(
+    r"Duplicate C declaration.*\n"
+    r"Declaration is '\.\. c:type:: (struct|union|enum) (\w+) \2'\.$"
+)
+
+
+class _RepeatedOpaqueTypedef(logging.Filter):
+    def filter(self, record):
+        return not _OPAQUE_TYPEDEF.search(record.getMessage())
+
+
+def setup(app):
+    logging.getLogger("sphinx.sphinx.domains.c").addFilter(
+        _RepeatedOpaqueTypedef()
+    )

@@ -107,10 +107,18 @@ static void env_add(ck *c, const char *name, int kind, int idx, lm_loc loc) {
 static uint64_t hash_node(const lm_node *n) {
   uint64_t imm;
   memcpy(&imm, &n->imm, sizeof imm);
-  uint64_t v[] = {(uint64_t)n->op,    (uint64_t)n->dtype, (uint64_t)n->tile,
-                  (uint64_t)n->a,     (uint64_t)n->b,     (uint64_t)n->c,
-                  imm,                (uint64_t)n->ipow,  (uint64_t)n->param,
-                  (uint64_t)n->sym,   (uint64_t)n->coef,  (uint64_t)n->start,
+  uint64_t v[] = {(uint64_t)n->op,
+                  (uint64_t)n->dtype,
+                  (uint64_t)n->tile,
+                  (uint64_t)n->a,
+                  (uint64_t)n->b,
+                  (uint64_t)n->c,
+                  imm,
+                  (uint64_t)n->ipow,
+                  (uint64_t)n->param,
+                  (uint64_t)n->sym,
+                  (uint64_t)n->coef,
+                  (uint64_t)n->start,
                   (uint64_t)n->step};
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof v / sizeof *v; i++)
@@ -205,12 +213,15 @@ static const char *view_str(ck *c, int start, int step) {
 static lm_dim view_len(ck *c, lm_loc loc, lm_dim d, int step, const char *buf) {
   if (d.coef % step != 0) {
     if (d.sym < 0)
-      fail(c, loc, "bad stride: %lld columns of '%s' do not split into steps "
-           "of %d", (long long)d.coef, buf, step);
+      fail(c, loc,
+           "bad stride: %lld columns of '%s' do not split into steps "
+           "of %d",
+           (long long)d.coef, buf, step);
     if (d.coef == 1)
-      fail(c, loc, "bad stride: dim %s of '%s' is not a multiple of the step "
-           "%d (declare the dim as %d*H, with H a new symbol)", dim_str(c, d),
-           buf, step, step);
+      fail(c, loc,
+           "bad stride: dim %s of '%s' is not a multiple of the step "
+           "%d (declare the dim as %d*H, with H a new symbol)",
+           dim_str(c, d), buf, step, step);
     fail(c, loc, "bad stride: dim %s of '%s' is not a multiple of the step %d",
          dim_str(c, d), buf, step);
   }
@@ -227,29 +238,45 @@ static void tile_len(ck *c, lm_loc loc, lm_dim d) {
     return;
   }
   if (d.sym != c->ncols.sym || d.coef != c->ncols.coef)
-    fail(c, loc, "shape mismatch: tile of length %s vs %s (the kernel's column "
-         "domain, set at %d:%d)", dim_str(c, d), dim_str(c, c->ncols),
-         c->ncols_loc.line, c->ncols_loc.col);
+    fail(c, loc,
+         "shape mismatch: tile of length %s vs %s (the kernel's column "
+         "domain, set at %d:%d)",
+         dim_str(c, d), dim_str(c, c->ncols), c->ncols_loc.line,
+         c->ncols_loc.col);
 }
 
 /* ---- typing ------------------------------------------------------------ */
 
 static const char *op_text(lm_tok_kind k) {
   switch (k) {
-  case TK_PLUS: return "+";
-  case TK_MINUS: return "-";
-  case TK_STAR: return "*";
-  case TK_SLASH: return "/";
-  case TK_EQ: return "==";
-  case TK_NE: return "!=";
-  case TK_LT: return "<";
-  case TK_LE: return "<=";
-  case TK_GT: return ">";
-  case TK_GE: return ">=";
-  case TK_AND: return "&&";
-  case TK_OR: return "||";
-  case TK_NOT: return "!";
-  default: return "?";
+  case TK_PLUS:
+    return "+";
+  case TK_MINUS:
+    return "-";
+  case TK_STAR:
+    return "*";
+  case TK_SLASH:
+    return "/";
+  case TK_EQ:
+    return "==";
+  case TK_NE:
+    return "!=";
+  case TK_LT:
+    return "<";
+  case TK_LE:
+    return "<=";
+  case TK_GT:
+    return ">";
+  case TK_GE:
+    return ">=";
+  case TK_AND:
+    return "&&";
+  case TK_OR:
+    return "||";
+  case TK_NOT:
+    return "!";
+  default:
+    return "?";
   }
 }
 
@@ -289,7 +316,8 @@ static void unify(ck *c, lm_ast *e, lm_loc loc, const lm_ast *a,
   if (a->strong || b->strong) {
     const lm_ast *s = a->strong ? a : b, *w = a->strong ? b : a;
     if (s->dtype == LM_I32 && w->wfloat)
-      fail(c, loc, "dtype mismatch: i32 and a float value (convert with a "
+      fail(c, loc,
+           "dtype mismatch: i32 and a float value (convert with a "
            "cast such as f32(...))");
     e->strong = 1;
     e->dtype = s->dtype;
@@ -301,7 +329,8 @@ static void unify(ck *c, lm_ast *e, lm_loc loc, const lm_ast *a,
 
 static void need_float(ck *c, lm_ast *e, lm_loc loc, const char *what) {
   if (e->strong && !is_float(e->dtype))
-    fail(c, loc, "%s needs float operands, got %s", what, lm_dtype_name(e->dtype));
+    fail(c, loc, "%s needs float operands, got %s", what,
+         lm_dtype_name(e->dtype));
   if (!e->strong)
     e->wfloat = 1;
 }
@@ -390,7 +419,8 @@ static void infer_name(ck *c, lm_ast *e) {
   ent *x = env_find(c, e->name);
   if (!x) {
     if (find_fn(e->name))
-      fail(c, e->loc, "'%s' is a function; call it as %s(...)", e->name, e->name);
+      fail(c, e->loc, "'%s' is a function; call it as %s(...)", e->name,
+           e->name);
     fail(c, e->loc, "unknown name '%s'", e->name);
   }
   if (x->kind == ENT_SYM) {
@@ -404,7 +434,8 @@ static void infer_name(ck *c, lm_ast *e) {
   }
   const lm_param *p = &c->k->params[x->idx];
   if (p->is_output)
-    fail(c, e->loc, "cannot read output '%s' (outputs are write-only)", p->name);
+    fail(c, e->loc, "cannot read output '%s' (outputs are write-only)",
+         p->name);
   if (p->kind == LM_PARAM_BUFFER) {
     if (p->rank == 2)
       fail(c, e->loc, "buffer '%s' must be indexed, as in %s[r, :]", p->name,
@@ -412,7 +443,8 @@ static void infer_name(ck *c, lm_ast *e) {
     if (p->dims[0].sym == 0)
       fail(c, e->loc, "buffer '%s' must be indexed, as in %s[r]", p->name,
            p->name);
-    fail(c, e->loc, "buffer '%s' must be indexed, as in %s[:]", p->name, p->name);
+    fail(c, e->loc, "buffer '%s' must be indexed, as in %s[:]", p->name,
+         p->name);
   }
   e->strong = 1, e->dtype = p->dtype, e->tile = 0;
 }
@@ -426,32 +458,38 @@ static void infer_index(ck *c, lm_ast *e) {
     fail(c, e->loc, "unknown name '%s'", e->name);
   }
   if (x->kind == ENT_VALUE)
-    fail(c, e->loc, "'%s' is a value, not a buffer; only buffer parameters "
-         "can be indexed", e->name);
+    fail(c, e->loc,
+         "'%s' is a value, not a buffer; only buffer parameters "
+         "can be indexed",
+         e->name);
   if (x->kind == ENT_SYM)
     fail(c, e->loc, "'%s' is a dim and cannot be indexed", e->name);
   const lm_param *p = &c->k->params[x->idx];
   if (p->kind == LM_PARAM_SCALAR)
     fail(c, e->loc, "'%s' is a scalar and cannot be indexed", p->name);
   if (p->is_output)
-    fail(c, e->loc, "cannot read output '%s' (outputs are write-only)", p->name);
+    fail(c, e->loc, "cannot read output '%s' (outputs are write-only)",
+         p->name);
   e->strong = 1;
   e->dtype = p->dtype;
   if (p->rank == 2) {
     if (!e->ix_row || !e->ix_view)
       fail(c, e->loc, "'%s' is 2-D: read a row as %s[r, :] or %s[r, S::T]",
            p->name, p->name, p->name);
-    tile_len(c, e->view_loc, view_len(c, e->view_loc, p->dims[1], e->step, p->name));
+    tile_len(c, e->view_loc,
+             view_len(c, e->view_loc, p->dims[1], e->step, p->name));
     e->tile = 1;
   } else if (p->dims[0].sym == 0) {
     if (!e->ix_row || e->ix_view)
-      fail(c, e->loc, "'%s' is per-row [R]: read it as %s[r]", p->name, p->name);
+      fail(c, e->loc, "'%s' is per-row [R]: read it as %s[r]", p->name,
+           p->name);
     e->tile = 0;
   } else {
     if (e->ix_row)
       fail(c, e->loc, "'%s' is per-column: read it as %s[:] or %s[S::T]",
            p->name, p->name, p->name);
-    tile_len(c, e->view_loc, view_len(c, e->view_loc, p->dims[0], e->step, p->name));
+    tile_len(c, e->view_loc,
+             view_len(c, e->view_loc, p->dims[0], e->step, p->name));
     e->tile = 1;
   }
   c->any_tile |= e->tile;
@@ -504,7 +542,8 @@ static void infer_call(ck *c, lm_ast *e) {
   case FN_WHERE:
     nargs_is(c, e, 3);
     if (!a->strong || a->dtype != LM_BOOL)
-      fail(c, e->argloc[0], "where condition must be bool, got %s", type_str(a));
+      fail(c, e->argloc[0], "where condition must be bool, got %s",
+           type_str(a));
     need_num(c, b, "where");
     need_num(c, e->arg[2], "where");
     unify(c, e, e->loc, b, e->arg[2]);
@@ -604,19 +643,32 @@ static lm_dtype operand_type(const lm_ast *a, const lm_ast *b, lm_dtype ctx) {
 
 static lm_op binop(lm_tok_kind k) {
   switch (k) {
-  case TK_PLUS: return LM_OP_ADD;
-  case TK_MINUS: return LM_OP_SUB;
-  case TK_STAR: return LM_OP_MUL;
-  case TK_SLASH: return LM_OP_DIV;
-  case TK_EQ: return LM_OP_EQ;
-  case TK_NE: return LM_OP_NE;
-  case TK_LT: return LM_OP_LT;
-  case TK_LE: return LM_OP_LE;
-  case TK_GT: return LM_OP_GT;
-  case TK_GE: return LM_OP_GE;
-  case TK_AND: return LM_OP_AND;
-  case TK_OR: return LM_OP_OR;
-  default: abort();
+  case TK_PLUS:
+    return LM_OP_ADD;
+  case TK_MINUS:
+    return LM_OP_SUB;
+  case TK_STAR:
+    return LM_OP_MUL;
+  case TK_SLASH:
+    return LM_OP_DIV;
+  case TK_EQ:
+    return LM_OP_EQ;
+  case TK_NE:
+    return LM_OP_NE;
+  case TK_LT:
+    return LM_OP_LT;
+  case TK_LE:
+    return LM_OP_LE;
+  case TK_GT:
+    return LM_OP_GT;
+  case TK_GE:
+    return LM_OP_GE;
+  case TK_AND:
+    return LM_OP_AND;
+  case TK_OR:
+    return LM_OP_OR;
+  default:
+    abort();
   }
 }
 
@@ -625,8 +677,10 @@ static int emit(ck *c, lm_ast *e, lm_dtype ctx) {
   lm_dtype t = e->strong ? e->dtype : ctx;
   lm_dtype elem = c->k->elem;
   if (!e->strong && e->wfloat && !is_float(ctx))
-    fail(c, e->loc, "dtype mismatch: a float value where %s is needed (convert "
-         "with a cast such as %s(...))", lm_dtype_name(ctx), lm_dtype_name(ctx));
+    fail(c, e->loc,
+         "dtype mismatch: a float value where %s is needed (convert "
+         "with a cast such as %s(...))",
+         lm_dtype_name(ctx), lm_dtype_name(ctx));
   switch (e->kind) {
   case AST_NUM: {
     if (t == LM_I32 && fabs(e->num) > 2147483647.0)
@@ -661,7 +715,7 @@ static int emit(ck *c, lm_ast *e, lm_dtype ctx) {
   case AST_INDEX: {
     ent *x = env_find(c, e->name);
     const lm_param *p = &c->k->params[x->idx];
-    lm_op op = p->rank == 2 ? LM_OP_LOAD_ROW
+    lm_op op = p->rank == 2          ? LM_OP_LOAD_ROW
                : p->dims[0].sym == 0 ? LM_OP_LOAD_INST
                                      : LM_OP_LOAD_COL;
     lm_node n = node0(op, t, e->loc);
@@ -770,7 +824,8 @@ static void check_store(ck *c, const lm_stmt *s) {
   int pi = store_target(c, s);
   const lm_param *p = &c->k->params[pi];
   if (s->kind == STMT_STORE_ROW)
-    tile_len(c, s->view_loc, view_len(c, s->view_loc, p->dims[1], s->step, p->name));
+    tile_len(c, s->view_loc,
+             view_len(c, s->view_loc, p->dims[1], s->step, p->name));
   infer(c, s->expr);
   lm_ast *e = s->expr;
   if (e->strong && e->dtype == LM_BOOL)
@@ -780,8 +835,10 @@ static void check_store(ck *c, const lm_stmt *s) {
     fail(c, e->loc, "dtype mismatch: storing %s into %s output '%s'",
          lm_dtype_name(e->dtype), lm_dtype_name(p->dtype), p->name);
   if (s->kind == STMT_STORE_INST && e->tile)
-    fail(c, e->loc, "shape mismatch: a tile stored into per-row output '%s' "
-         "(reduce it first, e.g. with sum(...))", p->name);
+    fail(c, e->loc,
+         "shape mismatch: a tile stored into per-row output '%s' "
+         "(reduce it first, e.g. with sum(...))",
+         p->name);
   /* Row stores into one output all have the column domain's length, so
    * they share a step, and two of them overlap only if they are the same
    * view. */
@@ -789,7 +846,8 @@ static void check_store(ck *c, const lm_stmt *s) {
     const lm_store *o = &c->stores[i];
     if (o->param != pi)
       continue;
-    if (s->kind == STMT_STORE_INST || (o->start == s->start && o->step == s->step))
+    if (s->kind == STMT_STORE_INST ||
+        (o->start == s->start && o->step == s->step))
       fail(c, s->loc, "output '%s'%s%s is stored twice (first at %d:%d)",
            p->name, s->kind == STMT_STORE_INST ? "" : " view ",
            s->kind == STMT_STORE_INST ? "" : view_str(c, s->start, s->step),
@@ -797,7 +855,8 @@ static void check_store(ck *c, const lm_stmt *s) {
   }
   int v = emit(c, e, p->dtype);
   if (c->ns == c->caps)
-    c->stores = lm_fe_grow(c->fe, c->stores, c->ns, &c->caps, sizeof *c->stores);
+    c->stores =
+        lm_fe_grow(c->fe, c->stores, c->ns, &c->caps, sizeof *c->stores);
   lm_store *st = &c->stores[c->ns++];
   memset(st, 0, sizeof *st);
   st->kind = s->kind == STMT_STORE_ROW ? LM_STORE_ROW : LM_STORE_INST;
@@ -876,7 +935,8 @@ static void canonicalize(ck *c) {
   /* Every node hangs off a store or a named value; see check_def. */
   if (next != n)
     abort();
-  lm_node *nodes = lm_arena_alloc(c->fe->arena, (size_t)(n ? n : 1) * sizeof *nodes);
+  lm_node *nodes =
+      lm_arena_alloc(c->fe->arena, (size_t)(n ? n : 1) * sizeof *nodes);
   for (int i = 0; i < n; i++) {
     lm_node x = c->nodes[order[i]];
     if (x.a >= 0)
@@ -982,7 +1042,8 @@ void lm_fe_check(lm_fe *fe) {
   }
   if (!c.have_ncols) {
     if (c.any_tile)
-      fail(&c, fe->kernel_loc, "the column domain is unknown: no tile load or "
+      fail(&c, fe->kernel_loc,
+           "the column domain is unknown: no tile load or "
            "row store sets its length");
     fail(&c, fe->kernel_loc, "kernel has no tile: nothing runs over columns");
   }

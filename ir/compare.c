@@ -67,8 +67,10 @@ static void note_bad(lm_compare_result *r, int p, int64_t i, double got,
 
 int64_t lm_oracle_compare(const lm_kernel *k, const lm_oracle *o,
                           const lm_data *got, lm_compare_result *res) {
-  lm_compare_result r = {.first_bad = -1, .first_param = -1,
-                         .got_at_first = NAN, .want_at_first = NAN};
+  lm_compare_result r = {.first_bad = -1,
+                         .first_param = -1,
+                         .got_at_first = NAN,
+                         .want_at_first = NAN};
   for (int p = 0; p < k->nparams; p++) {
     const lm_param *q = &k->params[p];
     if (!q->is_output || q->kind != LM_PARAM_BUFFER)

@@ -15,8 +15,8 @@
 #include "lanemap/ir.h"
 
 /* Limits of the language (docs/language.md, "Limits"). */
-#define LM_FE_MAX_DEPTH 256    /* expression nesting */
-#define LM_FE_MAX_LINE 65536   /* bytes per line */
+#define LM_FE_MAX_DEPTH 256  /* expression nesting */
+#define LM_FE_MAX_LINE 65536 /* bytes per line */
 
 typedef enum lm_tok_kind {
   TK_EOF,
@@ -72,25 +72,25 @@ typedef enum lm_ast_kind {
 
 typedef struct lm_ast {
   lm_ast_kind kind;
-  lm_loc loc;          /* the token the node stands for */
-  double num;          /* NUM */
-  int num_float;       /* NUM: a float literal (has '.', 'e', inf, nan) */
-  int num_int;         /* NUM: digits only (for pow exponents) */
-  const char *name;    /* NAME, INDEX (buffer), CALL (function) */
-  lm_tok_kind op;      /* UNARY, BINARY */
+  lm_loc loc;       /* the token the node stands for */
+  double num;       /* NUM */
+  int num_float;    /* NUM: a float literal (has '.', 'e', inf, nan) */
+  int num_int;      /* NUM: digits only (for pow exponents) */
+  const char *name; /* NAME, INDEX (buffer), CALL (function) */
+  lm_tok_kind op;   /* UNARY, BINARY */
   struct lm_ast *arg[3];
   int nargs;
-  lm_loc argloc[3];    /* CALL: where each argument starts */
-  int ix_row;          /* INDEX: first index is r */
-  int ix_view;         /* INDEX: has a view */
-  int start, step;     /* INDEX: view */
+  lm_loc argloc[3]; /* CALL: where each argument starts */
+  int ix_row;       /* INDEX: first index is r */
+  int ix_view;      /* INDEX: has a view */
+  int start, step;  /* INDEX: view */
   lm_loc view_loc;
-  int height;          /* tree height, bounded by LM_FE_MAX_DEPTH */
+  int height; /* tree height, bounded by LM_FE_MAX_DEPTH */
   /* filled by the checker's typing pass */
-  int strong;          /* 1: dtype is fixed; 0: weak (literal or dim) */
-  lm_dtype dtype;      /* strong: the type */
-  int wfloat;          /* weak: a float value (else an int) */
-  int tile;            /* a tile (else uniform) */
+  int strong;     /* 1: dtype is fixed; 0: weak (literal or dim) */
+  lm_dtype dtype; /* strong: the type */
+  int wfloat;     /* weak: a float value (else an int) */
+  int tile;       /* a tile (else uniform) */
 } lm_ast;
 
 typedef enum lm_stmt_kind {
@@ -105,7 +105,7 @@ typedef struct lm_stmt {
   lm_loc loc;      /* the name */
   int start, step; /* STORE_ROW view */
   lm_loc view_loc;
-  lm_loc eq_loc;   /* the '=' */
+  lm_loc eq_loc; /* the '=' */
   lm_ast *expr;
 } lm_stmt;
 
@@ -123,12 +123,12 @@ typedef struct lm_fe {
   /* the kernel being built */
   lm_kernel *k;
   int cap_params;
-  lm_loc *sym_locs;   /* where each symbol first appears */
-  int elem_param;     /* the first float parameter, -1 if none */
+  lm_loc *sym_locs; /* where each symbol first appears */
+  int elem_param;   /* the first float parameter, -1 if none */
   lm_stmt *stmts;
   int nstmts, cap_stmts;
-  lm_loc kernel_loc;  /* the kernel's name */
-  lm_loc body_end;    /* the closing '}' */
+  lm_loc kernel_loc; /* the kernel's name */
+  lm_loc body_end;   /* the closing '}' */
 } lm_fe;
 
 /* Set the error "file:line:col: error: msg" and unwind to lm_kernel_parse. */

@@ -43,15 +43,15 @@ void *lm_fe_grow(lm_fe *fe, void *old, int n, int *cap, size_t size) {
 }
 
 static const char *const reserved_words[] = {
-    "r",     "c",    "kernel", "inf",  "nan",   "sum",   "max",     "min",
-    "fma",   "where", "abs",   "neg",  "exp",   "log",   "sqrt",    "rsqrt",
-    "tanh",  "erf",  "sigmoid", "sin", "cos",   "pow",   "f32",     "f64",
-    "i32",
+    "r",       "c",   "kernel", "inf", "nan", "sum",  "max",   "min",  "fma",
+    "where",   "abs", "neg",    "exp", "log", "sqrt", "rsqrt", "tanh", "erf",
+    "sigmoid", "sin", "cos",    "pow", "f32", "f64",  "i32",
 };
 
 int lm_fe_reserved(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof reserved_words / sizeof *reserved_words; i++)
-    if (strlen(reserved_words[i]) == len && !memcmp(reserved_words[i], name, len))
+    if (strlen(reserved_words[i]) == len &&
+        !memcmp(reserved_words[i], name, len))
       return 1;
   return 0;
 }
@@ -105,7 +105,8 @@ static void check_bytes(lm_fe *fe) {
         !(s[i] == '\r' && i + 1 < fe->len && s[i + 1] == '\n'))
       lm_fe_fail(fe, loc, "line too long (more than %d bytes)", LM_FE_MAX_LINE);
     if (s[i] == 0)
-      lm_fe_fail(fe, loc, "binary input (NUL byte); expected kernel source text");
+      lm_fe_fail(fe, loc,
+                 "binary input (NUL byte); expected kernel source text");
     if (s[i] == '\n') {
       line++;
       bol = ++i;
@@ -170,9 +171,22 @@ static int lex_number(lm_fe *fe, const char *p, const char *end, lm_tok *t) {
  * statement can end there, so the newline is only layout. */
 static int continues(lm_tok_kind k) {
   switch (k) {
-  case TK_NL: case TK_ASSIGN: case TK_COMMA: case TK_ARROW: case TK_PLUS:
-  case TK_MINUS: case TK_STAR: case TK_SLASH: case TK_EQ: case TK_NE:
-  case TK_LT: case TK_LE: case TK_GT: case TK_GE: case TK_AND: case TK_OR:
+  case TK_NL:
+  case TK_ASSIGN:
+  case TK_COMMA:
+  case TK_ARROW:
+  case TK_PLUS:
+  case TK_MINUS:
+  case TK_STAR:
+  case TK_SLASH:
+  case TK_EQ:
+  case TK_NE:
+  case TK_LT:
+  case TK_LE:
+  case TK_GT:
+  case TK_GE:
+  case TK_AND:
+  case TK_OR:
   case TK_NOT:
     return 1;
   default:
@@ -188,8 +202,8 @@ void lm_fe_lex(lm_fe *fe) {
   int line = 1;
   const char *bol = s;
   for (const char *p = s;;) {
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' ||
-                       *p == '\v'))
+    while (p < end &&
+           (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v'))
       p++;
     if (p < end && *p == '#') {
       while (p < end && *p != '\n')
@@ -230,17 +244,43 @@ void lm_fe_lex(lm_fe *fe) {
     } else {
       char d = p + 1 < end ? p[1] : 0;
       switch (c) {
-      case '(': t->kind = TK_LPAREN; depth++; break;
-      case ')': t->kind = TK_RPAREN; depth -= depth > 0; break;
-      case '[': t->kind = TK_LBRACK; depth++; break;
-      case ']': t->kind = TK_RBRACK; depth -= depth > 0; break;
-      case '{': t->kind = TK_LBRACE; break;
-      case '}': t->kind = TK_RBRACE; break;
-      case ',': t->kind = TK_COMMA; break;
-      case ';': t->kind = TK_SEMI; break;
-      case '+': t->kind = TK_PLUS; break;
-      case '*': t->kind = TK_STAR; break;
-      case '/': t->kind = TK_SLASH; break;
+      case '(':
+        t->kind = TK_LPAREN;
+        depth++;
+        break;
+      case ')':
+        t->kind = TK_RPAREN;
+        depth -= depth > 0;
+        break;
+      case '[':
+        t->kind = TK_LBRACK;
+        depth++;
+        break;
+      case ']':
+        t->kind = TK_RBRACK;
+        depth -= depth > 0;
+        break;
+      case '{':
+        t->kind = TK_LBRACE;
+        break;
+      case '}':
+        t->kind = TK_RBRACE;
+        break;
+      case ',':
+        t->kind = TK_COMMA;
+        break;
+      case ';':
+        t->kind = TK_SEMI;
+        break;
+      case '+':
+        t->kind = TK_PLUS;
+        break;
+      case '*':
+        t->kind = TK_STAR;
+        break;
+      case '/':
+        t->kind = TK_SLASH;
+        break;
       case ':':
         t->kind = d == ':' ? TK_DCOLON : TK_COLON;
         len = d == ':' ? 2 : 1;
@@ -267,13 +307,15 @@ void lm_fe_lex(lm_fe *fe) {
         break;
       case '&':
         if (d != '&')
-          lm_fe_fail(fe, t->loc, "unexpected character '&' (did you mean '&&'?)");
+          lm_fe_fail(fe, t->loc,
+                     "unexpected character '&' (did you mean '&&'?)");
         t->kind = TK_AND;
         len = 2;
         break;
       case '|':
         if (d != '|')
-          lm_fe_fail(fe, t->loc, "unexpected character '|' (did you mean '||'?)");
+          lm_fe_fail(fe, t->loc,
+                     "unexpected character '|' (did you mean '||'?)");
         t->kind = TK_OR;
         len = 2;
         break;

@@ -377,15 +377,17 @@ static lm_status check_ir(const Interp *x, lm_error *err) {
       if (o >= ar)
         continue;
       if (ops[o] < 0 || ops[o] >= i)
-        return lm_error_set(err, LM_EINPUT, "%s: operand %d out of order",
-                            what, ops[o]);
+        return lm_error_set(err, LM_EINPUT, "%s: operand %d out of order", what,
+                            ops[o]);
       if (!n->tile && k->nodes[ops[o]].tile && !is_reduction(n->op))
         return lm_error_set(err, LM_EINPUT, "%s: uniform with a tile operand",
                             what);
     }
     if (is_reduction(n->op) && (n->tile || !k->nodes[n->a].tile))
-      return lm_error_set(err, LM_EINPUT, "%s: reduction must map a tile to "
-                          "a uniform", what);
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: reduction must map a tile to "
+                          "a uniform",
+                          what);
     switch (n->op) {
     case LM_OP_SCALAR:
       if ((st = check_param(k, in, n->param, what, err)))

@@ -44,7 +44,8 @@ static const char *tok_str(lm_fe *fe, const lm_tok *t) {
 static lm_tok *expect(lm_fe *fe, lm_tok_kind k, const char *what) {
   lm_tok *t = peek(fe);
   if (t->kind != k)
-    lm_fe_fail(fe, t->loc, "expected %s, found %s", what, lm_fe_tok_desc(fe, t));
+    lm_fe_fail(fe, t->loc, "expected %s, found %s", what,
+               lm_fe_tok_desc(fe, t));
   return next(fe);
 }
 static void skip_nl(lm_fe *fe) {
@@ -82,7 +83,8 @@ static int find_sym(lm_fe *fe, const lm_tok *t) {
 static int64_t parse_posint(lm_fe *fe, lm_tok *t, int64_t max,
                             const char *what) {
   if (t->kind != TK_NUM)
-    lm_fe_fail(fe, t->loc, "expected %s, found %s", what, lm_fe_tok_desc(fe, t));
+    lm_fe_fail(fe, t->loc, "expected %s, found %s", what,
+               lm_fe_tok_desc(fe, t));
   if (!t->is_int)
     lm_fe_fail(fe, t->loc, "%s must be an integer, found %s", what,
                lm_fe_tok_desc(fe, t));
@@ -115,7 +117,8 @@ static lm_dim parse_dim(lm_fe *fe) {
   int s = find_sym(fe, t);
   if (s < 0) {
     if (lm_fe_reserved(t->p, (size_t)t->len))
-      lm_fe_fail(fe, t->loc, "reserved name '%.*s' cannot be a dim", t->len, t->p);
+      lm_fe_fail(fe, t->loc, "reserved name '%.*s' cannot be a dim", t->len,
+                 t->p);
     if (find_param(fe, t) >= 0)
       lm_fe_fail(fe, t->loc, "'%.*s' is a parameter; it cannot also be a dim",
                  t->len, t->p);
@@ -178,14 +181,16 @@ static void parse_attrs(lm_fe *fe, lm_param *p) {
                  "inputs are generated)",
                  t->len, t->p, p->name);
     if (have_gen)
-      lm_fe_fail(fe, t->loc, "conflicting attribute '%.*s' on '%s' (at most one "
-                 "of in(LO, HI), mask, rowlen)", t->len, t->p, p->name);
+      lm_fe_fail(fe, t->loc,
+                 "conflicting attribute '%.*s' on '%s' (at most one "
+                 "of in(LO, HI), mask, rowlen)",
+                 t->len, t->p, p->name);
     have_gen = 1;
     next(fe);
     if (in) {
       if (p->dtype == LM_I32)
-        lm_fe_fail(fe, t->loc, "in(LO, HI) needs a float parameter; '%s' is i32",
-                   p->name);
+        lm_fe_fail(fe, t->loc,
+                   "in(LO, HI) needs a float parameter; '%s' is i32", p->name);
       lm_tok *lt, *ht;
       expect(fe, TK_LPAREN, "'(' after 'in'");
       double lo = parse_signed(fe, "LO", &lt);
@@ -230,13 +235,15 @@ static void parse_param(lm_fe *fe, int is_output) {
   int prev = find_param(fe, nt);
   if (prev >= 0)
     lm_fe_fail(fe, nt->loc, "duplicate parameter '%.*s' (first at %d:%d)",
-               nt->len, nt->p, k->params[prev].loc.line, k->params[prev].loc.col);
+               nt->len, nt->p, k->params[prev].loc.line,
+               k->params[prev].loc.col);
   int s = find_sym(fe, nt);
   if (s >= 0) {
     if (s == 0)
       lm_fe_fail(fe, nt->loc,
                  "'R' is the instance count dim; it cannot be a parameter");
-    lm_fe_fail(fe, nt->loc, "'%.*s' is a dim symbol (first at %d:%d); it "
+    lm_fe_fail(fe, nt->loc,
+               "'%.*s' is a dim symbol (first at %d:%d); it "
                "cannot also be a parameter",
                nt->len, nt->p, fe->sym_locs[s].line, fe->sym_locs[s].col);
   }
@@ -269,8 +276,8 @@ static void parse_param(lm_fe *fe, int is_output) {
       lm_fe_fail(fe, tt->loc,
                  "dtype mix: '%s' is %s but '%s' is %s (all float parameters "
                  "of a kernel share one type)",
-                 p->name, lm_dtype_name(p->dtype), k->params[fe->elem_param].name,
-                 lm_dtype_name(k->elem));
+                 p->name, lm_dtype_name(p->dtype),
+                 k->params[fe->elem_param].name, lm_dtype_name(k->elem));
     }
   }
   if (accept(fe, TK_LBRACK)) {
@@ -289,8 +296,10 @@ static void parse_param(lm_fe *fe, int is_output) {
     expect(fe, TK_RBRACK, "']' after the dims");
     if (p->rank == 2) {
       if (p->dims[0].sym != 0 || p->dims[0].coef != 1)
-        lm_fe_fail(fe, d0->loc, "the first dim of a 2-D buffer must be R, "
-                   "found %s", lm_fe_tok_desc(fe, d0));
+        lm_fe_fail(fe, d0->loc,
+                   "the first dim of a 2-D buffer must be R, "
+                   "found %s",
+                   lm_fe_tok_desc(fe, d0));
       if (p->dims[1].sym == 0)
         lm_fe_fail(fe, d1->loc, "R can only be the first dim");
     } else if (p->dims[0].sym == 0 && p->dims[0].coef != 1) {
@@ -326,7 +335,8 @@ static void parse_param(lm_fe *fe, int is_output) {
 
 static void parse_param_list(lm_fe *fe, int is_output) {
   lm_tok *open = expect(fe, TK_LPAREN,
-                        is_output ? "'(' before the outputs" : "'(' after the kernel name");
+                        is_output ? "'(' before the outputs"
+                                  : "'(' after the kernel name");
   if (peek(fe)->kind == TK_RPAREN) {
     if (is_output)
       lm_fe_fail(fe, peek(fe)->loc, "a kernel needs at least one output");
@@ -352,8 +362,8 @@ static void parse_param_list(lm_fe *fe, int is_output) {
 
 static lm_ast *parse_expr(lm_fe *fe);
 
-static lm_ast *mk(lm_fe *fe, lm_ast_kind kind, lm_loc loc, lm_ast *a,
-                  lm_ast *b, lm_ast *c) {
+static lm_ast *mk(lm_fe *fe, lm_ast_kind kind, lm_loc loc, lm_ast *a, lm_ast *b,
+                  lm_ast *c) {
   lm_ast *e = lm_arena_alloc(fe->arena, sizeof *e);
   e->kind = kind;
   e->loc = loc;
@@ -405,7 +415,8 @@ static lm_ast *parse_index(lm_fe *fe, lm_tok *nt) {
   lm_tok *t = peek(fe);
   if (t->kind == TK_IDENT) {
     if (!is_word(t, "r"))
-      lm_fe_fail(fe, t->loc, "expected 'r' or a view in the index, found %s "
+      lm_fe_fail(fe, t->loc,
+                 "expected 'r' or a view in the index, found %s "
                  "(buffers are indexed by the instance r and a column view)",
                  lm_fe_tok_desc(fe, t));
     next(fe);
@@ -540,8 +551,9 @@ static lm_ast *parse_cmp(lm_fe *fe) {
     lm_tok *op = next(fe);
     e = binary(fe, op, e, parse_add(fe));
     if (is_cmp(peek(fe)->kind))
-      lm_fe_fail(fe, peek(fe)->loc,
-                 "comparisons do not chain; combine them with && or parentheses");
+      lm_fe_fail(
+          fe, peek(fe)->loc,
+          "comparisons do not chain; combine them with && or parentheses");
   }
   return e;
 }
@@ -569,8 +581,10 @@ static lm_ast *parse_expr(lm_fe *fe) {
 static void parse_stmt(lm_fe *fe) {
   lm_tok *nt = peek(fe);
   if (nt->kind != TK_IDENT)
-    lm_fe_fail(fe, nt->loc, "expected a statement (NAME = ... or OUT[r, :] = "
-               "...), found %s", lm_fe_tok_desc(fe, nt));
+    lm_fe_fail(fe, nt->loc,
+               "expected a statement (NAME = ... or OUT[r, :] = "
+               "...), found %s",
+               lm_fe_tok_desc(fe, nt));
   next(fe);
   if (fe->nstmts == fe->cap_stmts)
     fe->stmts = lm_fe_grow(fe, fe->stmts, fe->nstmts, &fe->cap_stmts,
@@ -617,7 +631,8 @@ void lm_fe_parse(lm_fe *fe) {
   if (t->kind == TK_EOF)
     lm_fe_fail(fe, t->loc, "empty file: no kernel");
   if (!is_word(t, "kernel"))
-    lm_fe_fail(fe, t->loc, "expected 'kernel', found %s", lm_fe_tok_desc(fe, t));
+    lm_fe_fail(fe, t->loc, "expected 'kernel', found %s",
+               lm_fe_tok_desc(fe, t));
   next(fe);
   lm_tok *nt = peek(fe);
   if (nt->kind != TK_IDENT)
@@ -633,8 +648,10 @@ void lm_fe_parse(lm_fe *fe) {
   skip_nl(fe);
   t = peek(fe);
   if (t->kind != TK_ARROW)
-    lm_fe_fail(fe, t->loc, "expected '->' and the outputs after the parameter "
-               "list, found %s", lm_fe_tok_desc(fe, t));
+    lm_fe_fail(fe, t->loc,
+               "expected '->' and the outputs after the parameter "
+               "list, found %s",
+               lm_fe_tok_desc(fe, t));
   next(fe);
   skip_nl(fe);
   parse_param_list(fe, 1);
@@ -647,7 +664,8 @@ void lm_fe_parse(lm_fe *fe) {
     if (t->kind == TK_RBRACE)
       break;
     if (t->kind == TK_EOF)
-      lm_fe_fail(fe, t->loc, "unterminated kernel body: expected '}' before "
+      lm_fe_fail(fe, t->loc,
+                 "unterminated kernel body: expected '}' before "
                  "end of file");
     parse_stmt(fe);
   }
@@ -655,7 +673,8 @@ void lm_fe_parse(lm_fe *fe) {
   skip_nl(fe);
   t = peek(fe);
   if (t->kind != TK_EOF)
-    lm_fe_fail(fe, t->loc, "unexpected %s after the kernel (one kernel per file)",
+    lm_fe_fail(fe, t->loc,
+               "unexpected %s after the kernel (one kernel per file)",
                lm_fe_tok_desc(fe, t));
 }
 

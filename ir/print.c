@@ -66,35 +66,59 @@ static char *sb_finish(sb *b) {
 
 const char *lm_dtype_name(lm_dtype t) {
   switch (t) {
-  case LM_F32: return "f32";
-  case LM_F64: return "f64";
-  case LM_I32: return "i32";
-  case LM_BOOL: return "bool";
+  case LM_F32:
+    return "f32";
+  case LM_F64:
+    return "f64";
+  case LM_I32:
+    return "i32";
+  case LM_BOOL:
+    return "bool";
   }
   return "?";
 }
 
 static const char *const op_names[LM_OP__COUNT] = {
-    [LM_OP_CONST] = "const",       [LM_OP_SCALAR] = "scalar",
-    [LM_OP_DIM] = "dim",           [LM_OP_ROWIDX] = "rowidx",
-    [LM_OP_COLIDX] = "colidx",     [LM_OP_LOAD_ROW] = "load_row",
-    [LM_OP_LOAD_COL] = "load_col", [LM_OP_LOAD_INST] = "load_inst",
-    [LM_OP_NEG] = "neg",           [LM_OP_ABS] = "abs",
-    [LM_OP_NOT] = "not",           [LM_OP_EXP] = "exp",
-    [LM_OP_LOG] = "log",           [LM_OP_SQRT] = "sqrt",
-    [LM_OP_RSQRT] = "rsqrt",       [LM_OP_TANH] = "tanh",
-    [LM_OP_ERF] = "erf",           [LM_OP_SIGMOID] = "sigmoid",
-    [LM_OP_SIN] = "sin",           [LM_OP_COS] = "cos",
-    [LM_OP_POWI] = "powi",         [LM_OP_CAST] = "cast",
-    [LM_OP_ADD] = "add",           [LM_OP_SUB] = "sub",
-    [LM_OP_MUL] = "mul",           [LM_OP_DIV] = "div",
-    [LM_OP_MIN] = "min",           [LM_OP_MAX] = "max",
-    [LM_OP_EQ] = "eq",             [LM_OP_NE] = "ne",
-    [LM_OP_LT] = "lt",             [LM_OP_LE] = "le",
-    [LM_OP_GT] = "gt",             [LM_OP_GE] = "ge",
-    [LM_OP_AND] = "and",           [LM_OP_OR] = "or",
-    [LM_OP_FMA] = "fma",           [LM_OP_WHERE] = "where",
-    [LM_OP_RSUM] = "rsum",         [LM_OP_RMAX] = "rmax",
+    [LM_OP_CONST] = "const",
+    [LM_OP_SCALAR] = "scalar",
+    [LM_OP_DIM] = "dim",
+    [LM_OP_ROWIDX] = "rowidx",
+    [LM_OP_COLIDX] = "colidx",
+    [LM_OP_LOAD_ROW] = "load_row",
+    [LM_OP_LOAD_COL] = "load_col",
+    [LM_OP_LOAD_INST] = "load_inst",
+    [LM_OP_NEG] = "neg",
+    [LM_OP_ABS] = "abs",
+    [LM_OP_NOT] = "not",
+    [LM_OP_EXP] = "exp",
+    [LM_OP_LOG] = "log",
+    [LM_OP_SQRT] = "sqrt",
+    [LM_OP_RSQRT] = "rsqrt",
+    [LM_OP_TANH] = "tanh",
+    [LM_OP_ERF] = "erf",
+    [LM_OP_SIGMOID] = "sigmoid",
+    [LM_OP_SIN] = "sin",
+    [LM_OP_COS] = "cos",
+    [LM_OP_POWI] = "powi",
+    [LM_OP_CAST] = "cast",
+    [LM_OP_ADD] = "add",
+    [LM_OP_SUB] = "sub",
+    [LM_OP_MUL] = "mul",
+    [LM_OP_DIV] = "div",
+    [LM_OP_MIN] = "min",
+    [LM_OP_MAX] = "max",
+    [LM_OP_EQ] = "eq",
+    [LM_OP_NE] = "ne",
+    [LM_OP_LT] = "lt",
+    [LM_OP_LE] = "le",
+    [LM_OP_GT] = "gt",
+    [LM_OP_GE] = "ge",
+    [LM_OP_AND] = "and",
+    [LM_OP_OR] = "or",
+    [LM_OP_FMA] = "fma",
+    [LM_OP_WHERE] = "where",
+    [LM_OP_RSUM] = "rsum",
+    [LM_OP_RMAX] = "rmax",
     [LM_OP_RMIN] = "rmin",
 };
 
@@ -165,43 +189,78 @@ static void put_param(sb *b, const lm_kernel *k, const lm_param *p) {
 /* Binding strength of a node's printed form (higher binds tighter). */
 static int prec(lm_op op) {
   switch (op) {
-  case LM_OP_OR: return 1;
-  case LM_OP_AND: return 2;
-  case LM_OP_EQ: case LM_OP_NE: case LM_OP_LT: case LM_OP_LE: case LM_OP_GT:
-  case LM_OP_GE: return 3;
-  case LM_OP_ADD: case LM_OP_SUB: return 4;
-  case LM_OP_MUL: case LM_OP_DIV: return 5;
-  case LM_OP_NEG: case LM_OP_NOT: return 6;
-  default: return 7;
+  case LM_OP_OR:
+    return 1;
+  case LM_OP_AND:
+    return 2;
+  case LM_OP_EQ:
+  case LM_OP_NE:
+  case LM_OP_LT:
+  case LM_OP_LE:
+  case LM_OP_GT:
+  case LM_OP_GE:
+    return 3;
+  case LM_OP_ADD:
+  case LM_OP_SUB:
+    return 4;
+  case LM_OP_MUL:
+  case LM_OP_DIV:
+    return 5;
+  case LM_OP_NEG:
+  case LM_OP_NOT:
+    return 6;
+  default:
+    return 7;
   }
 }
 
 static const char *infix(lm_op op) {
   switch (op) {
-  case LM_OP_OR: return "||";
-  case LM_OP_AND: return "&&";
-  case LM_OP_EQ: return "==";
-  case LM_OP_NE: return "!=";
-  case LM_OP_LT: return "<";
-  case LM_OP_LE: return "<=";
-  case LM_OP_GT: return ">";
-  case LM_OP_GE: return ">=";
-  case LM_OP_ADD: return "+";
-  case LM_OP_SUB: return "-";
-  case LM_OP_MUL: return "*";
-  case LM_OP_DIV: return "/";
-  default: return NULL;
+  case LM_OP_OR:
+    return "||";
+  case LM_OP_AND:
+    return "&&";
+  case LM_OP_EQ:
+    return "==";
+  case LM_OP_NE:
+    return "!=";
+  case LM_OP_LT:
+    return "<";
+  case LM_OP_LE:
+    return "<=";
+  case LM_OP_GT:
+    return ">";
+  case LM_OP_GE:
+    return ">=";
+  case LM_OP_ADD:
+    return "+";
+  case LM_OP_SUB:
+    return "-";
+  case LM_OP_MUL:
+    return "*";
+  case LM_OP_DIV:
+    return "/";
+  default:
+    return NULL;
   }
 }
 
 static const char *call_name(const lm_node *n) {
   switch (n->op) {
-  case LM_OP_RSUM: return "sum";
-  case LM_OP_RMAX: case LM_OP_MAX: return "max";
-  case LM_OP_RMIN: case LM_OP_MIN: return "min";
-  case LM_OP_CAST: return lm_dtype_name(n->dtype);
-  case LM_OP_POWI: return "pow";
-  default: return lm_op_name(n->op);
+  case LM_OP_RSUM:
+    return "sum";
+  case LM_OP_RMAX:
+  case LM_OP_MAX:
+    return "max";
+  case LM_OP_RMIN:
+  case LM_OP_MIN:
+    return "min";
+  case LM_OP_CAST:
+    return lm_dtype_name(n->dtype);
+  case LM_OP_POWI:
+    return "pow";
+  default:
+    return lm_op_name(n->op);
   }
 }
 

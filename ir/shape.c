@@ -18,10 +18,14 @@
 
 size_t lm_dtype_size(lm_dtype t) {
   switch (t) {
-  case LM_F32: return 4;
-  case LM_F64: return 8;
-  case LM_I32: return 4;
-  case LM_BOOL: return 1;
+  case LM_F32:
+    return 4;
+  case LM_F64:
+    return 8;
+  case LM_I32:
+    return 4;
+  case LM_BOOL:
+    return 1;
   }
   return 0;
 }
@@ -121,10 +125,9 @@ static lm_status bind_extra(const lm_kernel *k, const char *extra,
       return lm_error_set(err, LM_EINPUT, "dim %s=%lld must be positive",
                           k->syms[sym], (long long)v);
     if (bound[sym] && out->dims[sym] != v)
-      return lm_error_set(err, LM_EINPUT,
-                          "dim %s=%lld conflicts with %s=%lld from the shape",
-                          k->syms[sym], (long long)v, k->syms[sym],
-                          (long long)out->dims[sym]);
+      return lm_error_set(
+          err, LM_EINPUT, "dim %s=%lld conflicts with %s=%lld from the shape",
+          k->syms[sym], (long long)v, k->syms[sym], (long long)out->dims[sym]);
     out->dims[sym] = v;
     bound[sym] = 1;
     s = skip_ws(s);
@@ -154,8 +157,9 @@ lm_status lm_shape_bind(const lm_kernel *k, int64_t R, int64_t C,
   lm_fe_dim_str(k, d, dbuf, sizeof dbuf);
   const char *of = cp >= 0 ? k->params[cp].name : "the column domain";
   if (C < 1)
-    return lm_error_set(err, LM_EINPUT, "C=%lld must be positive (dim %s of %s)",
-                        (long long)C, dbuf, of);
+    return lm_error_set(err, LM_EINPUT,
+                        "C=%lld must be positive (dim %s of %s)", (long long)C,
+                        dbuf, of);
   if (d.sym < 0) {
     if (C != d.coef)
       return lm_error_set(err, LM_EINPUT,
@@ -186,23 +190,24 @@ lm_status lm_shape_bind(const lm_kernel *k, int64_t R, int64_t C,
     int64_t n = 1;
     for (int i = 0; i < q->rank; i++) {
       int64_t e;
-      if (__builtin_mul_overflow(q->dims[i].coef,
-                                 q->dims[i].sym < 0 ? 1 : out->dims[q->dims[i].sym],
-                                 &e) ||
+      if (__builtin_mul_overflow(
+              q->dims[i].coef,
+              q->dims[i].sym < 0 ? 1 : out->dims[q->dims[i].sym], &e) ||
           __builtin_mul_overflow(n, e, &n))
         return lm_error_set(err, LM_EINPUT,
                             "shape too large: the element count of %s "
-                            "overflows 64 bits", q->name);
+                            "overflows 64 bits",
+                            q->name);
     }
     if (n > LM_SHAPE_MAX_ELEMS)
       return lm_error_set(err, LM_EINPUT,
                           "shape too large: %s would have %lld elements (at "
-                          "most 2^31)", q->name, (long long)n);
+                          "most 2^31)",
+                          q->name, (long long)n);
   }
   int64_t nc;
-  if (__builtin_mul_overflow(k->ncols.coef,
-                             k->ncols.sym < 0 ? 1 : out->dims[k->ncols.sym],
-                             &nc) ||
+  if (__builtin_mul_overflow(
+          k->ncols.coef, k->ncols.sym < 0 ? 1 : out->dims[k->ncols.sym], &nc) ||
       nc > LM_SHAPE_MAX_ELEMS)
     return lm_error_set(err, LM_EINPUT,
                         "shape too large: the column domain has more than 2^31 "
@@ -242,8 +247,7 @@ lm_status lm_shape_parse(const lm_kernel *k, const char *text, lm_shape *out,
     if (!*skip_ws(extra))
       return lm_error_set(err, LM_EINPUT,
                           "bad shape '%s': expected NAME=N after ','", text);
-  }
-  else if (*s)
+  } else if (*s)
     return lm_error_set(err, LM_EINPUT,
                         "bad shape '%s': unexpected '%c' after R and C", text,
                         *s);

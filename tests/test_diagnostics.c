@@ -27,8 +27,8 @@ static int list_cases(diag_case *out, int max) {
     return 0;
   for (size_t i = 0; i < g.gl_pathc && n < max; i++) {
     const char *base = strrchr(g.gl_pathv[i], '/') + 1;
-    snprintf(out[n].name, sizeof out[n].name, "%.*s",
-             (int)(strlen(base) - 3), base);
+    snprintf(out[n].name, sizeof out[n].name, "%.*s", (int)(strlen(base) - 3),
+             base);
     n++;
   }
   globfree(&g);
@@ -137,7 +137,8 @@ Test(diagnostics, line_of_exactly_65536_bytes_is_accepted_by_the_lexer) {
 }
 
 static char *nested(int depth, const char *open, const char *close) {
-  size_t cap = strlen(HEAD) + (size_t)depth * (strlen(open) + strlen(close) + 1) + 64;
+  size_t cap =
+      strlen(HEAD) + (size_t)depth * (strlen(open) + strlen(close) + 1) + 64;
   char *s = malloc(cap);
   strcpy(s, HEAD);
   strcat(s, "  y[r, :] = ");
@@ -218,18 +219,21 @@ Test(diagnostics, nul_byte_in_memory_input_is_binary) {
 
 Test(diagnostics, truncated_utf8_at_end_of_input_is_invalid) {
   static const char src[] = "# \xe2\x82";
-  expect_error(src, sizeof src - 1, "gen.lk:1:3: error: invalid UTF-8 (byte 0xE2)");
+  expect_error(src, sizeof src - 1,
+               "gen.lk:1:3: error: invalid UTF-8 (byte 0xE2)");
 }
 
 Test(diagnostics, utf8_surrogate_is_invalid) {
   static const char src[] = "# \xed\xa0\x80\n";
-  expect_error(src, sizeof src - 1, "gen.lk:1:3: error: invalid UTF-8 (byte 0xED)");
+  expect_error(src, sizeof src - 1,
+               "gen.lk:1:3: error: invalid UTF-8 (byte 0xED)");
 }
 
 Test(diagnostics, valid_utf8_in_comments_is_accepted) {
-  static const char src[] = "# r\xc3\xa9sum\xc3\xa9 \xe2\x88\x91 \xf0\x9f\x99\x82\n"
-                            "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
-                            "  y[r, :] = x[r, :]  # \xce\xbb\n}\n";
+  static const char src[] =
+      "# r\xc3\xa9sum\xc3\xa9 \xe2\x88\x91 \xf0\x9f\x99\x82\n"
+      "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+      "  y[r, :] = x[r, :]  # \xce\xbb\n}\n";
   lm_error err = {0};
   lm_kernel *k = NULL;
   cr_expect_eq(lm_kernel_parse("gen.lk", src, sizeof src - 1, &k, &err), LM_OK,

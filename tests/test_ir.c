@@ -74,9 +74,9 @@ typedef struct kname {
   char name[64];
 } kname;
 
-static kname bundled[] = {{"rmsnorm.lk"}, {"layernorm.lk"},
+static kname bundled[] = {{"rmsnorm.lk"},        {"layernorm.lk"},
                           {"masked_softmax.lk"}, {"swiglu.lk"},
-                          {"gelu_residual.lk"}, {"rope.lk"}};
+                          {"gelu_residual.lk"},  {"rope.lk"}};
 
 ParameterizedTestParameters(ir, bundled_kernel_parses_and_checks) {
   return cr_make_param_array(kname, bundled, sizeof bundled / sizeof *bundled);
@@ -238,9 +238,10 @@ Test(ir, sum_over_c_divides_in_float) {
 }
 
 Test(ir, no_node_is_left_weak_or_untyped) {
-  lm_kernel *k = parse("kernel k(x: f32[R, C], m: i32[R, C]) -> (y: f32[R, C], q: i32[R, C]) {\n"
-                       "  y[r, :] = where(m[r, :] > 1 && 1 < 2, 0.5, -inf) + pow(3, 2)\n"
-                       "  q[r, :] = m[r, :] * 2 + i32(2.5) + c\n}\n");
+  lm_kernel *k = parse(
+      "kernel k(x: f32[R, C], m: i32[R, C]) -> (y: f32[R, C], q: i32[R, C]) {\n"
+      "  y[r, :] = where(m[r, :] > 1 && 1 < 2, 0.5, -inf) + pow(3, 2)\n"
+      "  q[r, :] = m[r, :] * 2 + i32(2.5) + c\n}\n");
   for (int i = 0; i < k->nnodes; i++) {
     const lm_node *n = &k->nodes[i];
     cr_expect(n->dtype == LM_F32 || n->dtype == LM_I32 || n->dtype == LM_BOOL,
@@ -252,8 +253,9 @@ Test(ir, no_node_is_left_weak_or_untyped) {
 }
 
 Test(ir, casts_are_explicit_nodes) {
-  lm_kernel *k = parse("kernel k(x: f32[R, C], m: i32[R, C]) -> (y: f32[R, C]) {\n"
-                       "  y[r, :] = x[r, :] * f32(m[r, :])\n}\n");
+  lm_kernel *k =
+      parse("kernel k(x: f32[R, C], m: i32[R, C]) -> (y: f32[R, C]) {\n"
+            "  y[r, :] = x[r, :] * f32(m[r, :])\n}\n");
   const lm_node *mul = store_value(k, 0);
   cr_expect_eq(k->nodes[mul->b].op, LM_OP_CAST);
   cr_expect_eq(k->nodes[mul->b].dtype, LM_F32);
@@ -282,8 +284,9 @@ Test(ir, unnamed_tile_reused_later_is_not_a_snapshot) {
 }
 
 Test(ir, rowlen_input_is_recorded) {
-  lm_kernel *k = parse("kernel k(x: f32[R, C], len: i32[R] rowlen) -> (y: f32[R, C]) {\n"
-                       "  e = exp(x[r, :] - max(x[r, :]))\n  y[r, :] = e / sum(e)\n}\n");
+  lm_kernel *k =
+      parse("kernel k(x: f32[R, C], len: i32[R] rowlen) -> (y: f32[R, C]) {\n"
+            "  e = exp(x[r, :] - max(x[r, :]))\n  y[r, :] = e / sum(e)\n}\n");
   cr_expect_eq(k->rowlen_param, 1);
   cr_expect_eq(k->params[1].gen, LM_GEN_ROWLEN);
   lm_kernel_free(k);
@@ -350,8 +353,9 @@ Test(ir, unary_minus_binds_tighter_than_multiplication) {
 }
 
 Test(ir, and_binds_tighter_than_or_and_comparisons_tighter_than_and) {
-  lm_kernel *k = parse("kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
-                       "  y[r, :] = where(c > 1 || c < 5 && c != 3, x[r, :], 0)\n}\n");
+  lm_kernel *k =
+      parse("kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+            "  y[r, :] = where(c > 1 || c < 5 && c != 3, x[r, :], 0)\n}\n");
   const lm_node *w = store_value(k, 0);
   const lm_node *o = &k->nodes[w->a];
   cr_assert_eq(o->op, LM_OP_OR);
@@ -385,9 +389,10 @@ Test(ir, number_literal_forms_are_read_exactly) {
 }
 
 Test(ir, semicolons_and_wrapped_lines_separate_statements) {
-  lm_kernel *k = parse("kernel k(x: f32[R, C],\n         g: f32[C])\n  -> (y: f32[R, C])\n{\n"
-                       "  a = x[r, :]; b = g[:]\n  y[r, :] = a *\n"
-                       "    b\n}\n");
+  lm_kernel *k = parse(
+      "kernel k(x: f32[R, C],\n         g: f32[C])\n  -> (y: f32[R, C])\n{\n"
+      "  a = x[r, :]; b = g[:]\n  y[r, :] = a *\n"
+      "    b\n}\n");
   cr_expect_eq(k->nstores, 1);
   cr_expect_eq(store_value(k, 0)->op, LM_OP_MUL);
   lm_kernel_free(k);
@@ -407,8 +412,9 @@ Test(ir, reserved_words_cannot_name_values_but_attributes_can) {
   cr_expect(strstr(parse_error("kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
                                "  c = 1\n  y[r, :] = x[r, :]\n}\n"),
                    "reserved name 'c'") != NULL);
-  lm_kernel *k = parse("kernel k(mask: i32[R, C] mask, in: f32) -> (y: f32[R, C]) {\n"
-                       "  y[r, :] = f32(mask[r, :]) * in\n}\n");
+  lm_kernel *k =
+      parse("kernel k(mask: i32[R, C] mask, in: f32) -> (y: f32[R, C]) {\n"
+            "  y[r, :] = f32(mask[r, :]) * in\n}\n");
   lm_kernel_free(k);
 }
 
@@ -452,7 +458,8 @@ static const char *tricky[] = {
     "  q[r] = i32(sum(m)) + len[r] + 1\n"
     "  dead = sqrt(u) * (1 - (2 - 3)) / (4 / 5)\n}\n",
     /* strided views, per-column strides, broadcast and per-row stores */
-    "kernel t2(a: f32[R, 4*K] in(-0.25, 3e3), g: f32[2*K]) -> (o: f32[R, 4*K], p: f32[R]) {\n"
+    "kernel t2(a: f32[R, 4*K] in(-0.25, 3e3), g: f32[2*K]) -> (o: f32[R, 4*K], "
+    "p: f32[R]) {\n"
     "  o[r, 3::4] = a[r, 0::4] * g[1::2]\n  o[r, 1::4] = 7\n"
     "  o[r, 0::4] = sum(a[r, 2::4]) * f32(c)\n  p[r] = R + 1\n}\n",
     /* nodes named after their first use; stores out of node order */
@@ -461,8 +468,10 @@ static const char *tricky[] = {
     "  y[r, :] = exp(x[r, :]) + x[r, :] * 2\n"
     "  t = x[r, :] * 2\n  w = exp(x[r, :])\n  alias = t\n}\n",
     /* constant dims, abs/neg/min/max/casts, unary chains, dims as values */
-    "kernel t5(x: f32[R, 64], m: i32[R, 64] mask, s: f32 = -inf) -> (y: f32[R, 64], q: i32[R, 64]) {\n"
-    "  y[r, :] = -(-x[r, :]) * -s + min(abs(x[r, :]), 1) - max(neg(x[r, :]), 0.1) + f32(i32(2.5))\n"
+    "kernel t5(x: f32[R, 64], m: i32[R, 64] mask, s: f32 = -inf) -> (y: f32[R, "
+    "64], q: i32[R, 64]) {\n"
+    "  y[r, :] = -(-x[r, :]) * -s + min(abs(x[r, :]), 1) - max(neg(x[r, :]), "
+    "0.1) + f32(i32(2.5))\n"
     "  q[r, :] = m[r, :] * (c - 1) + i32(x[r, :] * 0)\n}\n",
     /* a deep chain of named values */
     "kernel t6(x: f32[R, C]) -> (y: f32[R, C]) {\n"
@@ -483,30 +492,35 @@ Test(ir, printed_tricky_kernels_reparse_equal) {
 Test(ir, printer_prints_rope_canonically) {
   lm_kernel *k = load("rope.lk");
   char *text = lm_kernel_print(k);
-  cr_expect_str_eq(text,
-                   "kernel rope(x: f32[R, 2*H], cs: f32[R, H], sn: f32[R, H]) -> (y: f32[R, 2*H]) {\n"
-                   "  a = x[r, 0::2]\n"
-                   "  b = x[r, 1::2]\n"
-                   "  y[r, 0::2] = a * cs[r, :] - b * sn[r, :]\n"
-                   "  y[r, 1::2] = a * sn[r, :] + b * cs[r, :]\n"
-                   "}\n");
+  cr_expect_str_eq(text, "kernel rope(x: f32[R, 2*H], cs: f32[R, H], sn: "
+                         "f32[R, H]) -> (y: f32[R, 2*H]) {\n"
+                         "  a = x[r, 0::2]\n"
+                         "  b = x[r, 1::2]\n"
+                         "  y[r, 0::2] = a * cs[r, :] - b * sn[r, :]\n"
+                         "  y[r, 1::2] = a * sn[r, :] + b * cs[r, :]\n"
+                         "}\n");
   free(text);
   lm_kernel_free(k);
 }
 
 Test(ir, printer_keeps_parentheses_the_tree_needs) {
-  lm_kernel *k = parse("kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
-                       "  y[r, :] = (x[r, :] - (1 - 2)) / (3 * (4 / 5)) * -(x[r, :] + 1)\n}\n");
+  lm_kernel *k = parse(
+      "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+      "  y[r, :] = (x[r, :] - (1 - 2)) / (3 * (4 / 5)) * -(x[r, :] + 1)\n}\n");
   char *text = lm_kernel_print(k);
-  cr_expect(strstr(text, "y[r, :] = (x[r, :] - (1 - 2)) / (3 * (4 / 5)) * -(x[r, :] + 1)\n"),
-            "%s", text);
+  cr_expect(
+      strstr(
+          text,
+          "y[r, :] = (x[r, :] - (1 - 2)) / (3 * (4 / 5)) * -(x[r, :] + 1)\n"),
+      "%s", text);
   free(text);
   lm_kernel_free(k);
 }
 
 Test(ir, equal_is_false_for_different_kernels) {
   lm_kernel *a = load("rmsnorm.lk"), *b = load("layernorm.lk");
-  lm_kernel *c = parse("kernel rmsnorm(x: f32[R, C], g: f32[C], eps: f32 = 1e-5) -> (y: f32[R, C]) {\n"
+  lm_kernel *c = parse("kernel rmsnorm(x: f32[R, C], g: f32[C], eps: f32 = "
+                       "1e-5) -> (y: f32[R, C]) {\n"
                        "  xs = x[r, :]\n  ms = sum(xs * xs) / C\n"
                        "  y[r, :] = xs / sqrt(ms + eps) * g[:]\n}\n");
   cr_expect(lm_kernel_equal(a, a));
@@ -520,7 +534,8 @@ Test(ir, equal_is_false_for_different_kernels) {
 static char *read_golden(const char *name) {
   char path[512], *text = NULL;
   lm_error err;
-  snprintf(path, sizeof path, LANEMAP_SOURCE_DIR "/tests/golden/print/%s", name);
+  snprintf(path, sizeof path, LANEMAP_SOURCE_DIR "/tests/golden/print/%s",
+           name);
   cr_assert_eq(lm_file_read(path, &text, NULL, &err), LM_OK, "%s", err.msg);
   return text;
 }
@@ -606,10 +621,15 @@ Test(ir, shape_rejects_buffers_over_two_to_the_31_elements) {
   lm_shape s;
   lm_error err = {0};
   cr_expect_eq(lm_shape_bind(k, 65536, 65536, NULL, &s, &err), LM_EINPUT);
-  cr_expect_str_eq(err.msg, "shape too large: x would have 4294967296 elements (at most 2^31)");
-  cr_expect_eq(lm_shape_bind(k, INT64_MAX, INT64_MAX, NULL, &s, &err), LM_EINPUT);
-  cr_expect_str_eq(err.msg, "shape too large: the element count of x overflows 64 bits");
-  cr_expect_eq(lm_shape_bind(k, 32768, 65536, NULL, &s, &err), LM_OK, "%s", err.msg);
+  cr_expect_str_eq(
+      err.msg,
+      "shape too large: x would have 4294967296 elements (at most 2^31)");
+  cr_expect_eq(lm_shape_bind(k, INT64_MAX, INT64_MAX, NULL, &s, &err),
+               LM_EINPUT);
+  cr_expect_str_eq(err.msg,
+                   "shape too large: the element count of x overflows 64 bits");
+  cr_expect_eq(lm_shape_bind(k, 32768, 65536, NULL, &s, &err), LM_OK, "%s",
+               err.msg);
   lm_kernel_free(k);
 }
 
@@ -653,7 +673,8 @@ Test(ir, shape_parse_accepts_comma_and_x_forms) {
   cr_expect_eq(s.dims[1], 33);
   cr_assert_eq(lm_shape_parse(k, "64,128", &s, &err), LM_OK, "%s", err.msg);
   cr_expect_eq(s.dims[1], 64);
-  cr_assert_eq(lm_shape_parse(k, " 2 X 4 ,H=2", &s, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_shape_parse(k, " 2 X 4 ,H=2", &s, &err), LM_OK, "%s",
+               err.msg);
   cr_expect_eq(s.dims[1], 2);
   lm_kernel_free(k);
 }
@@ -662,18 +683,22 @@ Test(ir, shape_parse_rejects_malformed_text) {
   lm_kernel *k = load("rmsnorm.lk");
   lm_shape s;
   lm_error err = {0};
-  const char *bad[] = {"",    "17",     "17x",  "x65",  "-1x65", "17x-65",
-                       "0x65", "17x0",  "abc",  "17x65x3", "17.5x65",
-                       "99999999999999999999x1", "17x65,", "17x65,C"};
+  const char *bad[] = {"",       "17",      "17x",     "x65",
+                       "-1x65",  "17x-65",  "0x65",    "17x0",
+                       "abc",    "17x65x3", "17.5x65", "99999999999999999999x1",
+                       "17x65,", "17x65,C"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err.msg[0] = 0;
-    cr_expect_eq(lm_shape_parse(k, bad[i], &s, &err), LM_EINPUT, "'%s'", bad[i]);
+    cr_expect_eq(lm_shape_parse(k, bad[i], &s, &err), LM_EINPUT, "'%s'",
+                 bad[i]);
     cr_expect_neq(err.msg[0], 0, "'%s' gave no message", bad[i]);
   }
   cr_expect_eq(lm_shape_parse(k, "-1x65", &s, &err), LM_EINPUT);
   cr_expect_str_eq(err.msg, "bad shape '-1x65': R must be positive");
-  cr_expect_eq(lm_shape_parse(k, "99999999999999999999x1", &s, &err), LM_EINPUT);
-  cr_expect_str_eq(err.msg, "bad shape '99999999999999999999x1': R is too large");
+  cr_expect_eq(lm_shape_parse(k, "99999999999999999999x1", &s, &err),
+               LM_EINPUT);
+  cr_expect_str_eq(err.msg,
+                   "bad shape '99999999999999999999x1': R is too large");
   lm_kernel_free(k);
 }
 

@@ -105,8 +105,7 @@ static int kb_dim(KB *b, int sym, int64_t coef) {
 }
 
 static int kb_load(KB *b, lm_op op, int p, int start, int step) {
-  int i = kb_node(b, op, b->params[p].dtype, op != LM_OP_LOAD_INST, -1, -1,
-                  -1);
+  int i = kb_node(b, op, b->params[p].dtype, op != LM_OP_LOAD_INST, -1, -1, -1);
   b->nodes[i].param = p;
   b->nodes[i].start = start;
   b->nodes[i].step = step;
@@ -244,11 +243,13 @@ static KB *make_rmsnorm(void) {
   int eps = kb_scalar(b, "eps", LM_F32, 0.5);
   int y = kb_buf(b, "y", LM_F32, 2, D_R, D_C, 1);
   int xs = kb_row(b, x);
-  int ms = kb_bin(b, LM_OP_DIV, kb_red(b, LM_OP_RSUM, kb_bin(b, LM_OP_MUL, xs, xs)),
-                  kb_dim(b, 1, 1));
+  int ms =
+      kb_bin(b, LM_OP_DIV, kb_red(b, LM_OP_RSUM, kb_bin(b, LM_OP_MUL, xs, xs)),
+             kb_dim(b, 1, 1));
   int den = kb_un(b, LM_OP_SQRT, kb_bin(b, LM_OP_ADD, ms, kb_scal(b, eps)));
-  kb_store_row(b, y, 0, 1,
-               kb_bin(b, LM_OP_MUL, kb_bin(b, LM_OP_DIV, xs, den), kb_col(b, g)));
+  kb_store_row(
+      b, y, 0, 1,
+      kb_bin(b, LM_OP_MUL, kb_bin(b, LM_OP_DIV, xs, den), kb_col(b, g)));
   return b;
 }
 
@@ -281,11 +282,13 @@ Test(oracle_ops, layernorm_of_1_2_3_4_centres_and_scales_by_sqrt_2) {
   int xs = kb_row(b, x), C = kb_dim(b, 1, 1);
   int mu = kb_bin(b, LM_OP_DIV, kb_red(b, LM_OP_RSUM, xs), C);
   int dd = kb_bin(b, LM_OP_SUB, xs, mu);
-  int var = kb_bin(b, LM_OP_DIV, kb_red(b, LM_OP_RSUM, kb_bin(b, LM_OP_MUL, dd, dd)), C);
+  int var = kb_bin(b, LM_OP_DIV,
+                   kb_red(b, LM_OP_RSUM, kb_bin(b, LM_OP_MUL, dd, dd)), C);
   int den = kb_un(b, LM_OP_SQRT, kb_bin(b, LM_OP_ADD, var, kb_scal(b, eps)));
-  int v = kb_bin(b, LM_OP_ADD,
-                 kb_bin(b, LM_OP_MUL, kb_bin(b, LM_OP_DIV, dd, den), kb_col(b, g)),
-                 kb_col(b, bb));
+  int v =
+      kb_bin(b, LM_OP_ADD,
+             kb_bin(b, LM_OP_MUL, kb_bin(b, LM_OP_DIV, dd, den), kb_col(b, g)),
+             kb_col(b, bb));
   kb_store_row(b, y, 0, 1, v);
   lm_data *d = gen(b, shape2(1, 4), 1);
   set_f32(d, x, (float[]){1, 2, 3, 4}, 4);
@@ -311,7 +314,8 @@ static KB *make_masked_softmax(void) {
   int cond = kb_bin(b, LM_OP_NE, kb_row(b, m), kb_const(b, LM_I32, 0));
   int z = kb_tern(b, LM_OP_WHERE, cond, kb_row(b, x),
                   kb_const(b, LM_F32, -INFINITY));
-  int e = kb_un(b, LM_OP_EXP, kb_bin(b, LM_OP_SUB, z, kb_red(b, LM_OP_RMAX, z)));
+  int e =
+      kb_un(b, LM_OP_EXP, kb_bin(b, LM_OP_SUB, z, kb_red(b, LM_OP_RMAX, z)));
   kb_store_row(b, y, 0, 1, kb_bin(b, LM_OP_DIV, e, kb_red(b, LM_OP_RSUM, e)));
   return b;
 }
@@ -331,8 +335,7 @@ Test(oracle_ops, masked_softmax_gives_masked_columns_exactly_zero) {
   /* row 1: one unmasked column */
   cr_expect_eq(w[4], 0.0);
   cr_expect_eq(w[5], 0.0);
-  cr_expect_eq(w[6], 1.0, "a single unmasked column gives 1, got %.17g",
-               w[6]);
+  cr_expect_eq(w[6], 1.0, "a single unmasked column gives 1, got %.17g", w[6]);
   cr_expect_eq(w[7], 0.0);
   lm_oracle_free(o);
   lm_data_free(d);
@@ -381,11 +384,12 @@ Test(oracle_ops, gelu_uses_erf_and_adds_the_residual) {
   int res = kb_buf(b, "res", LM_F32, 2, D_R, D_C, 0);
   int y = kb_buf(b, "y", LM_F32, 2, D_R, D_C, 1);
   int xs = kb_row(b, x);
-  int er = kb_un(b, LM_OP_ERF,
-                 kb_bin(b, LM_OP_MUL, xs, kb_const(b, LM_F32, 0.7071067811865476)));
-  int gl = kb_bin(b, LM_OP_MUL,
-                  kb_bin(b, LM_OP_MUL, kb_const(b, LM_F32, 0.5), xs),
-                  kb_bin(b, LM_OP_ADD, kb_const(b, LM_F32, 1), er));
+  int er =
+      kb_un(b, LM_OP_ERF,
+            kb_bin(b, LM_OP_MUL, xs, kb_const(b, LM_F32, 0.7071067811865476)));
+  int gl =
+      kb_bin(b, LM_OP_MUL, kb_bin(b, LM_OP_MUL, kb_const(b, LM_F32, 0.5), xs),
+             kb_bin(b, LM_OP_ADD, kb_const(b, LM_F32, 1), er));
   kb_store_row(b, y, 0, 1, kb_bin(b, LM_OP_ADD, gl, kb_row(b, res)));
   lm_data *d = gen(b, shape2(1, 4), 1);
   set_f32(d, x, (float[]){0, 1, -1, 2}, 4);
@@ -430,8 +434,9 @@ Test(oracle_ops, rope_rotates_each_interleaved_pair) {
   const double want[] = {-1, 2, -4, 3};
   for (int j = 0; j < 4; j++) {
     expect_near(o->want[3][j], want[j]);
-    cr_expect_eq(o->written[3][j], 1, "both views together write every "
-                                      "element");
+    cr_expect_eq(o->written[3][j], 1,
+                 "both views together write every "
+                 "element");
   }
   lm_oracle_free(o);
   lm_data_free(d);
@@ -464,8 +469,7 @@ Test(oracle_ragged, inactive_columns_are_neither_read_nor_written) {
    * negative one clamped to 0 */
   set_i32(d, 1, (int32_t[]){3, 0, 2, 9, -3}, 5);
   lm_oracle *o = run(b, d);
-  const uint8_t want_written[] = {1, 1, 1, 0, 0, 0, 1, 1, 0,
-                                  1, 1, 1, 0, 0, 0};
+  const uint8_t want_written[] = {1, 1, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 0};
   for (int i = 0; i < 15; i++)
     cr_expect_eq(o->written[2][i], want_written[i], "y[%d] written=%d", i,
                  o->written[2][i]);
@@ -489,8 +493,9 @@ Test(oracle_ragged, empty_row_writes_nothing_and_reduces_to_identities) {
   lm_oracle *o = run(b, d);
   for (int j = 0; j < 4; j++)
     cr_expect_eq(o->written[2][4 + j], 0, "empty row: y[1][%d] unwritten", j);
-  cr_expect_eq(o->written[3][1], 1, "a per-row output of an empty row is "
-                                    "still written");
+  cr_expect_eq(o->written[3][1], 1,
+               "a per-row output of an empty row is "
+               "still written");
   cr_expect(isinf(o->want[3][1]) && o->want[3][1] < 0,
             "max over no columns is -inf, got %g", o->want[3][1]);
   cr_expect_eq(o->want[4][1], 0.0, "sum over no columns is 0");
@@ -510,11 +515,11 @@ Test(oracle_ops, per_row_output_holds_logsumexp_of_each_row) {
   int out = kb_buf(b, "out", LM_F32, 1, D_R, D_R, 1);
   int xs = kb_row(b, x);
   int mx = kb_red(b, LM_OP_RMAX, xs);
-  int lse = kb_bin(b, LM_OP_ADD, mx,
-                   kb_un(b, LM_OP_LOG,
-                         kb_red(b, LM_OP_RSUM,
-                                kb_un(b, LM_OP_EXP,
-                                      kb_bin(b, LM_OP_SUB, xs, mx)))));
+  int lse =
+      kb_bin(b, LM_OP_ADD, mx,
+             kb_un(b, LM_OP_LOG,
+                   kb_red(b, LM_OP_RSUM,
+                          kb_un(b, LM_OP_EXP, kb_bin(b, LM_OP_SUB, xs, mx)))));
   kb_store_inst(b, out, lse);
   lm_data *d = gen(b, shape2(2, 4), 1);
   set_f32(d, x, (float[]){0, 0, 0, 0, 1, 2, 3, 4}, 8);
@@ -528,12 +533,12 @@ Test(oracle_ops, per_row_output_holds_logsumexp_of_each_row) {
 }
 
 Test(oracle_ops, unary_math_follows_libm_and_rsqrt_is_one_over_sqrt) {
-  static const lm_op ops[] = {LM_OP_EXP,  LM_OP_LOG, LM_OP_SQRT, LM_OP_RSQRT,
-                              LM_OP_TANH, LM_OP_SIN, LM_OP_COS,  LM_OP_ABS,
-                              LM_OP_NEG};
+  static const lm_op ops[] = {LM_OP_EXP,   LM_OP_LOG,  LM_OP_SQRT,
+                              LM_OP_RSQRT, LM_OP_TANH, LM_OP_SIN,
+                              LM_OP_COS,   LM_OP_ABS,  LM_OP_NEG};
   enum { NOPS = sizeof ops / sizeof ops[0] };
   static const char *names[NOPS] = {"exp", "log", "sqrt", "rsqrt", "tanh",
-                                    "sin", "cos", "abs", "neg"};
+                                    "sin", "cos", "abs",  "neg"};
   /* at x = 0.5 and x = 4 */
   static const double want[NOPS][2] = {
       {1.6487212707001282, 54.598150033144236},
@@ -581,8 +586,7 @@ Test(oracle_ops, powi_multiplies_and_divides_for_negative_exponents) {
   const double w3[] = {8, -27, 0.125, 0}, wm2[] = {0.25, 1.0 / 9, 4, INFINITY};
   for (int j = 0; j < 4; j++) {
     cr_expect_eq(o->want[y3][j], w3[j], "x^3 at %d: %g", j, o->want[y3][j]);
-    cr_expect_eq(o->want[ym2][j], wm2[j], "x^-2 at %d: %g", j,
-                 o->want[ym2][j]);
+    cr_expect_eq(o->want[ym2][j], wm2[j], "x^-2 at %d: %g", j, o->want[ym2][j]);
     cr_expect_eq(o->want[y0][j], 1.0);
   }
   lm_oracle_free(o);
@@ -598,8 +602,9 @@ Test(oracle_ops, nan_compares_false_except_ne_and_propagates_through_min_max) {
   int y3 = kb_buf(b, "y3", LM_F32, 2, D_R, D_C, 1);
   int mx = kb_buf(b, "mx", LM_F32, 1, D_R, D_R, 1);
   int xs = kb_row(b, x), zero = kb_const(b, LM_F32, 0);
-  kb_store_row(b, y1, 0, 1,
-               kb_tern(b, LM_OP_WHERE, kb_bin(b, LM_OP_GT, xs, zero), xs, zero));
+  kb_store_row(
+      b, y1, 0, 1,
+      kb_tern(b, LM_OP_WHERE, kb_bin(b, LM_OP_GT, xs, zero), xs, zero));
   kb_store_row(b, y2, 0, 1,
                kb_tern(b, LM_OP_WHERE, kb_bin(b, LM_OP_NE, xs, xs),
                        kb_const(b, LM_F32, 5), xs));
@@ -660,7 +665,8 @@ Test(oracle_ops, colidx_and_rowidx_are_the_column_and_instance) {
   int c = kb_node(b, LM_OP_COLIDX, LM_I32, 1, -1, -1, -1);
   int r = kb_node(b, LM_OP_ROWIDX, LM_I32, 0, -1, -1, -1);
   kb_store_row(b, y, 0, 1,
-               kb_bin(b, LM_OP_ADD, kb_bin(b, LM_OP_MUL, r, kb_const(b, LM_I32, 10)), c));
+               kb_bin(b, LM_OP_ADD,
+                      kb_bin(b, LM_OP_MUL, r, kb_const(b, LM_I32, 10)), c));
   lm_data *d = gen(b, shape2(3, 4), 1);
   lm_oracle *o = run(b, d);
   for (int i = 0; i < 12; i++)
@@ -760,8 +766,9 @@ Test(oracle_compare, infinities_must_match_in_sign) {
   cr_expect_eq(verdict_f32(-INFINITY, -INFINITY), 0);
   cr_expect_eq(verdict_f32(INFINITY, -INFINITY), 1);
   cr_expect_eq(verdict_f32(-INFINITY, 3.4e38f), 1);
-  cr_expect_eq(verdict_f32(3.0e38, INFINITY), 1, "inf never answers a "
-                                                 "finite value");
+  cr_expect_eq(verdict_f32(3.0e38, INFINITY), 1,
+               "inf never answers a "
+               "finite value");
 }
 
 Test(oracle_compare, f32_tolerance_is_5e_5_absolute_plus_5e_5_relative) {
@@ -839,7 +846,8 @@ Test(oracle_compare, reports_the_first_mismatch_and_the_error_maxima) {
   case_free(c);
 }
 
-/* ---- generator ------------------------------------------------------------- */
+/* ---- generator -------------------------------------------------------------
+ */
 
 static int same_bytes(const lm_kernel *k, const lm_data *a, const lm_data *b) {
   for (int p = 0; p < k->nparams; p++) {
@@ -1015,7 +1023,8 @@ Test(oracle_gen, a_non_positive_dim_is_bad_input) {
   free(b);
 }
 
-/* ---- summary --------------------------------------------------------------- */
+/* ---- summary ---------------------------------------------------------------
+ */
 
 Test(oracle_summary, json_names_the_case_and_summarises_each_output) {
   KB *b = make_ragged();
@@ -1051,9 +1060,9 @@ Test(oracle_summary, json_names_the_case_and_summarises_each_output) {
   cJSON *mx = cJSON_GetArrayItem(outs, 1);
   cr_expect_eq(cJSON_GetObjectItem(mx, "inf")->valuedouble, 1,
                "the empty row's max");
-  cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(mx, "first"), 1)
-                       ->valuestring,
-                   "-inf");
+  cr_expect_str_eq(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(mx, "first"), 1)->valuestring,
+      "-inf");
   cJSON_Delete(j);
   free(text);
   lm_oracle_free(o);
@@ -1061,7 +1070,8 @@ Test(oracle_summary, json_names_the_case_and_summarises_each_output) {
   free(b);
 }
 
-/* ---- the bundled kernels, through the front end ------------------------------ */
+/* ---- the bundled kernels, through the front end
+ * ------------------------------ */
 
 static lm_kernel *parse_text(const char *name, const char *src) {
   lm_kernel *k = NULL;
@@ -1128,9 +1138,9 @@ Test(oracle_kernels, every_bundled_kernel_passes_its_own_oracle_in_f32) {
     const int64_t shapes[][2] = {{1, 8}, {5, 12}, {17, 66}};
     for (int s = 0; s < 3; s++) {
       lm_shape sh;
-      cr_assert_eq(lm_shape_bind(k, shapes[s][0], shapes[s][1], NULL, &sh,
-                                 &err),
-                   LM_OK, "%s: %s", e->d_name, err.msg);
+      cr_assert_eq(
+          lm_shape_bind(k, shapes[s][0], shapes[s][1], NULL, &sh, &err), LM_OK,
+          "%s: %s", e->d_name, err.msg);
       check_roundtrip(k, &sh, 1 + (uint64_t)s, k->rowlen_param < 0);
     }
     lm_kernel_free(k);
@@ -1208,11 +1218,10 @@ Test(oracle_kernels, parsed_ragged_softmax_leaves_inactive_columns_alone) {
 
 Test(oracle_kernels, parsed_logsumexp_writes_one_value_per_row) {
   lm_kernel *k = parse_text(
-      "logsumexp.lk",
-      "kernel logsumexp(x: f32[R, C]) -> (out: f32[R]) {\n"
-      "  mx = max(x[r, :])\n"
-      "  out[r] = mx + log(sum(exp(x[r, :] - mx)))\n"
-      "}\n");
+      "logsumexp.lk", "kernel logsumexp(x: f32[R, C]) -> (out: f32[R]) {\n"
+                      "  mx = max(x[r, :])\n"
+                      "  out[r] = mx + log(sum(exp(x[r, :] - mx)))\n"
+                      "}\n");
   lm_shape sh;
   lm_error err = {0};
   cr_assert_eq(lm_shape_bind(k, 2, 4, NULL, &sh, &err), LM_OK, "%s", err.msg);

@@ -19,9 +19,9 @@
 
 typedef struct count_args {
   int64_t n, grain;
-  _Atomic int *hits;          /* [n] times each instance ran */
-  _Atomic int bad_chunks;     /* chunks of the wrong shape */
-  _Atomic int off_caller;     /* chunks run on a thread other than caller */
+  _Atomic int *hits;      /* [n] times each instance ran */
+  _Atomic int bad_chunks; /* chunks of the wrong shape */
+  _Atomic int off_caller; /* chunks run on a thread other than caller */
   pthread_t caller;
   pthread_mutex_t mu;
   pthread_t seen[MAX_THREADS_SEEN]; /* distinct threads that ran chunks */
@@ -212,8 +212,7 @@ static void order_entry(const void *args, int64_t first, int64_t count) {
 Test(pool, workers_1_runs_chunks_in_increasing_order) {
   order_args a = {0, 0};
   lm_error err = {0};
-  cr_assert_eq(lm_pool_launch(NULL, order_entry, &a, 1001, 10, 1, &err),
-               LM_OK);
+  cr_assert_eq(lm_pool_launch(NULL, order_entry, &a, 1001, 10, 1, &err), LM_OK);
   cr_assert_eq(a.out_of_order, 0);
   cr_assert_eq(a.next_first, 1001);
 }

@@ -29,7 +29,7 @@ typedef struct fake_world {
 typedef struct fake_item {
   fake_world *w;
   int id;
-  double ns_per_rep;   /* used when script is NULL */
+  double ns_per_rep;    /* used when script is NULL */
   const double *script; /* ns of the k-th call, whatever reps is */
   int nscript;
   int calls;
@@ -446,8 +446,8 @@ Test(timing, result_structure_holds_on_the_real_clock) {
     for (int j = 0; j < 3; j++) {
       double rij = r.ratio[i * 3 + j], rji = r.ratio[j * 3 + i];
       cr_assert(fabs(rij * rji - 1.0) < 1e-9,
-                "odd sample count: ratio[%d][%d] = %.17g is not 1/%.17g", i,
-                j, rij, rji);
+                "odd sample count: ratio[%d][%d] = %.17g is not 1/%.17g", i, j,
+                rij, rji);
       cr_assert_eq(rij, lm_timing_paired_ratio(r.stats[i].samples,
                                                r.stats[j].samples, 5));
     }

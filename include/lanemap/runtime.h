@@ -36,9 +36,9 @@ typedef struct lm_pool lm_pool;
 #define LM_POOL_MAX_THREADS 4096
 
 typedef struct lm_pool_opts {
-  int nthreads;    /* pool threads besides the caller; 0 is allowed */
-  double spin_us;  /* how long an idle worker spins before it parks */
-  int pin;         /* 1: pin pool thread i to the (i+1)-th allowed CPU */
+  int nthreads;   /* pool threads besides the caller; 0 is allowed */
+  double spin_us; /* how long an idle worker spins before it parks */
+  int pin;        /* 1: pin pool thread i to the (i+1)-th allowed CPU */
 } lm_pool_opts;
 
 /* Defaults: nthreads 0, spin_us 100 (about 100 back-to-back launches of a

@@ -65,9 +65,9 @@ typedef struct lm_timed {
 
 /* Statistics of one entry; times are nanoseconds per call (one rep). */
 typedef struct lm_timing_stats {
-  char *name;      /* copy of lm_timed.name (NULL if it was NULL) */
-  int64_t reps;    /* calibrated reps per sample */
-  double p50;      /* median of the samples */
+  char *name;   /* copy of lm_timed.name (NULL if it was NULL) */
+  int64_t reps; /* calibrated reps per sample */
+  double p50;   /* median of the samples */
   double min, max, mean;
   double spread;   /* (p75 - p25) / p50, quantiles by linear interpolation */
   double *samples; /* [nsamples], in round order */
@@ -79,16 +79,16 @@ typedef struct lm_timing_result {
   lm_timing_stats *stats; /* [n] */
   /* ratio[i*n+j] = median over rounds of samples_i[r] / samples_j[r]. */
   double *ratio;
-  int *order;  /* [nsamples*n]: order[r*n+k] = entry timed k-th in round r */
-  int pinned;  /* 1 if the caller was pinned while timing */
+  int *order; /* [nsamples*n]: order[r*n+k] = entry timed k-th in round r */
+  int pinned; /* 1 if the caller was pinned while timing */
 } lm_timing_result;
 
 /* Times n entries side by side with options o (NULL = defaults) and fills
  * *out, which the caller frees with lm_timing_result_free (also after an
  * error, when it is left empty). */
 lm_status lm_time_compare(const lm_timing_opts *o, int n,
-                          lm_keep const lm_timed *items,
-                          lm_timing_result *out, lm_error *err);
+                          lm_keep const lm_timed *items, lm_timing_result *out,
+                          lm_error *err);
 /* The same for a single entry. */
 lm_status lm_time_one(const lm_timing_opts *o, lm_keep const lm_timed *item,
                       lm_timing_result *out, lm_error *err);

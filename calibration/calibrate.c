@@ -1,0 +1,403 @@
+/* The calibration runner: compile every micro-benchmark with the backend,
+ * verify it against the oracle, count its terms with the cost model, time
+ * all of them interleaved round-robin, fit, and write what was learnt into
+ * a profile.
+ *
+ * Each benchmark runs at N and 2N instances.  The pair cancels what does
+ * not scale with the work (the call, the harness loop): those costs land
+ * in the `call` term, fitted from the pairs, instead of inflating the
+ * per-operation coefficients.  Rows are weighted by 1/(spread * t)^2, so a
+ * noisy benchmark counts less, and the fit is robust (Huber) against the
+ * odd sample a shared machine produces.  The mixed kernels are not fitted:
+ * they test whether the fitted costs compose as the model form says, and
+ * give the overlap coefficient. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "lanemap/calibrate.h"
+#include "lanemap/fit.h"
+#include "lanemap/verify.h"
+
+typedef struct Run {
+  const lm_calib_bench *b;
+  lm_kernel *k;
+  lm_variant v;
+  lm_compiled *c;
+  lm_data *d[2]; /* N and 2N */
+  uint64_t *args[2];
+  lm_features f[2];
+  double ns[2], spread[2], minv[2];
+  int64_t reps[2];
+} Run;
+
+typedef struct Item {
+  Run *r;
+  int size;
+} Item;
+
+static void timed(void *ctx, int64_t reps) {
+  Item *it = ctx;
+  Run *r = it->r;
+  for (int64_t i = 0; i < reps; i++)
+    lm_compiled_launch(r->c, NULL, r->args[it->size], r->d[it->size]->shape.dims[0], NULL);
+}
+
+/* Row lengths for ragged benchmarks: a prefix of density*C for every row,
+ * or random lengths with that mean. */
+static void set_rowlens(const lm_kernel *k, lm_data *d, const lm_calib_bench *b,
+                        int64_t C, uint64_t seed, lm_rowstats *st, int G) {
+  if (k->rowlen_param < 0 || b->density <= 0)
+    return;
+  int32_t *len = d->buf[k->rowlen_param];
+  int64_t R = d->shape.dims[0];
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  double sum = 0, gsum = 0;
+  for (int64_t r = 0; r < R; r++) {
+    double want = b->density < 1e-6 ? 0 : b->density * (double)C;
+    if (b->random_lens) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      want = (double)(x % 10001) / 10000.0 * 2 * want;
+    }
+    int64_t l = (int64_t)llround(want);
+    len[r] = (int32_t)(l < 0 ? 0 : l > C ? C : l);
+    sum += len[r];
+  }
+  for (int64_t p = 0; p < R; p += G) {
+    int32_t mx = 0;
+    for (int64_t g = p; g < p + G && g < R; g++)
+      mx = len[g] > mx ? len[g] : mx;
+    gsum += mx;
+  }
+  memset(st, 0, sizeof *st);
+  st->mean_len = sum / (double)R;
+  int lg = 0;
+  while ((1 << lg) < G)
+    lg++;
+  for (int i = 0; i < 7; i++)
+    st->mean_group_max[i] = st->mean_len;
+  st->mean_group_max[lg] = gsum / (double)((R + G - 1) / G);
+}
+
+/* Parse, compile, verify at a small shape, and prepare both sizes. */
+static lm_status prepare(Run *r, const lm_calib_opts *o, const lm_caches *cc,
+                         lm_error *err) {
+  const lm_calib_bench *b = r->b;
+  char file[160];
+  snprintf(file, sizeof file, "calibration:%s", b->name);
+  lm_status s = lm_kernel_parse(file, b->source, strlen(b->source), &r->k, err);
+  if (s == LM_OK)
+    s = lm_variant_parse(b->variant, &r->v, err);
+  if (s == LM_OK)
+    s = lm_variant_check(r->k, &r->v, err);
+  if (s == LM_OK)
+    s = lm_compile(r->k, &r->v, NULL, &r->c, err);
+  if (s != LM_OK)
+    return s;
+  int G = r->v.w / r->v.l;
+  /* verification on a small shape of the same kernel and variant */
+  lm_shape sh;
+  lm_data *vd = NULL;
+  lm_oracle *orc = NULL;
+  lm_verify_result res;
+  lm_rowstats st;
+  int64_t vr = b->R < 37 ? b->R : 37;
+  if ((s = lm_shape_bind(r->k, vr, b->C, NULL, &sh, err)) == LM_OK &&
+      (s = lm_data_gen(r->k, &sh, o->seed, &vd, err)) == LM_OK) {
+    set_rowlens(r->k, vd, b, b->C, o->seed, &st, G);
+    if ((s = lm_oracle_run(r->k, vd, &orc, err)) == LM_OK)
+      s = lm_verify(r->k, r->c, vd, orc, NULL, &res, err);
+  }
+  lm_oracle_free(orc);
+  lm_data_free(vd);
+  if (s != LM_OK)
+    return s;
+  for (int i = 0; i < 2; i++) {
+    int64_t R = b->R * (i + 1);
+    lm_rowstats rs, *rsp = NULL;
+    if ((s = lm_shape_bind(r->k, R, b->C, NULL, &sh, err)) != LM_OK ||
+        (s = lm_data_gen(r->k, &sh, o->seed + (uint64_t)i, &r->d[i], err)) != LM_OK)
+      return s;
+    if (r->k->rowlen_param >= 0 && b->density > 0) {
+      set_rowlens(r->k, r->d[i], b, b->C, o->seed + (uint64_t)i, &rs, G);
+      rsp = &rs;
+    }
+    r->args[i] = lm_args_pack(r->k, r->d[i]);
+    if ((s = lm_cost_features(r->k, &r->v, &sh, cc, rsp, &r->f[i], err)) != LM_OK)
+      return s;
+  }
+  return LM_OK;
+}
+
+static void run_free(Run *r) {
+  for (int i = 0; i < 2; i++) {
+    free(r->args[i]);
+    lm_data_free(r->d[i]);
+  }
+  lm_compiled_free(r->c);
+  lm_kernel_free(r->k);
+}
+
+/* Time every (benchmark, size) interleaved. */
+static lm_status measure(Run *runs, int n, const lm_calib_opts *o, int samples,
+                         double sample_ms, lm_error *err) {
+  Item *items = calloc((size_t)n * 2, sizeof *items);
+  lm_timed *t = calloc((size_t)n * 2, sizeof *t);
+  for (int i = 0; i < n; i++)
+    for (int s = 0; s < 2; s++) {
+      items[2 * i + s] = (Item){&runs[i], s};
+      t[2 * i + s] = (lm_timed){runs[i].b->name, timed, &items[2 * i + s]};
+    }
+  lm_timing_opts to;
+  lm_timing_defaults(&to);
+  to.samples = samples;
+  to.sample_ms = sample_ms;
+  to.warmup_ms = o->quick ? 20 : 100;
+  to.order = LM_ORDER_PERMUTE;
+  lm_timing_result tr = {0};
+  lm_status s = lm_time_compare(&to, 2 * n, t, &tr, err);
+  if (s == LM_OK)
+    for (int i = 0; i < 2 * n; i++) {
+      Run *r = items[i].r;
+      int z = items[i].size;
+      r->ns[z] = tr.stats[i].min; /* the min: least disturbed by other load */
+      r->minv[z] = tr.stats[i].min;
+      r->spread[z] = tr.stats[i].spread;
+      r->reps[z] = tr.stats[i].reps;
+    }
+  lm_timing_result_free(&tr);
+  free(items);
+  free(t);
+  return s;
+}
+
+static void progress(const lm_calib_opts *o, int done, int total, const char *what) {
+  if (o->progress)
+    o->progress(o->progress_ctx, done, total, what);
+}
+
+/* The fitted (non-mixed) rows: one per benchmark and size. */
+static int build_design(Run *runs, int n, double **A, double **b, double **w,
+                        int **group) {
+  int m = 0;
+  *A = calloc((size_t)n * 2 * LM_T__COUNT, sizeof **A);
+  *b = calloc((size_t)n * 2, sizeof **b);
+  *w = calloc((size_t)n * 2, sizeof **w);
+  *group = calloc((size_t)n * 2, sizeof **group);
+  for (int i = 0; i < n; i++) {
+    if (runs[i].b->mixed)
+      continue;
+    for (int z = 0; z < 2; z++) {
+      for (int t = 0; t < LM_T__COUNT; t++)
+        (*A)[m * LM_T__COUNT + t] = runs[i].f[z].n[t];
+      (*b)[m] = runs[i].ns[z];
+      double sp = runs[i].spread[z] > 0.01 ? runs[i].spread[z] : 0.01;
+      (*w)[m] = 1.0 / (sp * sp * runs[i].ns[z] * runs[i].ns[z]);
+      (*group)[m] = i;
+      m++;
+    }
+  }
+  return m;
+}
+
+static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
+                     double *lo, double *hi, lm_error *err) {
+  double *A, *b, *w;
+  int *group;
+  int m = build_design(runs, n, &A, &b, &w, &group);
+  lm_fit_opts fo;
+  lm_fit_defaults(&fo);
+  fo.group = group;
+  fo.lo = lo;
+  fo.hi = hi;
+  fo.seed = o->seed;
+  fo.bootstrap = o->quick ? 50 : 200;
+  lm_status s = lm_fit(&fo, m, LM_T__COUNT, A, b, w, fr, err);
+  free(A), free(b), free(w), free(group);
+  return s;
+}
+
+/* Composition check: predicted (with the fitted coefficients) vs measured
+ * on the mixed kernels, and the overlap gamma in t = max + gamma*min. */
+static double composition(Run *runs, int n, const double *theta, cJSON *out) {
+  double num = 0, den = 0;
+  cJSON *rows = cJSON_AddArrayToObject(out, "composition");
+  for (int i = 0; i < n; i++) {
+    if (!runs[i].b->mixed)
+      continue;
+    for (int z = 0; z < 2; z++) {
+      lm_coefs c = {{0}, 1.0, {0, 0, 0}};
+      memcpy(c.theta, theta, sizeof c.theta);
+      lm_prediction p;
+      lm_cost_eval(&c, &runs[i].f[z], &runs[i].v, &p);
+      double hiv = fmax(p.compute_ns, p.memory_ns), lov = fmin(p.compute_ns, p.memory_ns);
+      num += (runs[i].ns[z] - p.fork_ns - hiv) * lov;
+      den += lov * lov;
+      if (z == 0) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "bench", runs[i].b->name);
+        cJSON_AddNumberToObject(r, "measured_ns", runs[i].ns[z]);
+        cJSON_AddNumberToObject(r, "additive_ns", p.ns);
+        cJSON_AddNumberToObject(r, "bottleneck_ns", p.fork_ns + hiv);
+        cJSON_AddNumberToObject(r, "compute_ns", p.compute_ns);
+        cJSON_AddNumberToObject(r, "memory_ns", p.memory_ns);
+        cJSON_AddItemToArray(rows, r);
+      }
+    }
+  }
+  double g = den > 0 ? num / den : 1;
+  g = g < 0 ? 0 : g > 1 ? 1 : g;
+  cJSON_AddNumberToObject(out, "overlap", g);
+  return g;
+}
+
+static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
+                            const lm_fit_result *fr, const double *lo,
+                            const double *hi, const lm_fingerprint *fp,
+                            lm_profile **out, lm_error *err) {
+  lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
+                                 o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
+  if (!p)
+    return LM_ESYS;
+  lm_profile_set_fingerprint(p, fp, err);
+  for (int t = 0; t < LM_T__COUNT; t++) {
+    double c, l, h;
+    const char *unit;
+    lm_term_default(t, &c, &l, &h, &unit);
+    lm_profile_term pt = {lm_term_name(t), unit, fr->theta[t], fr->p5[t], fr->p50[t],
+                          fr->p95[t], lo[t], hi[t], fr->flag[t] != LM_FIT_PLAUSIBLE};
+    if (lm_profile_add_term(p, &pt, err) != LM_OK)
+      goto error;
+  }
+  cJSON *extra = cJSON_CreateObject();
+  double g = composition(runs, n, fr->theta, extra);
+  lm_profile_term ov = {"overlap", "1", g, g, g, g, 0, 1, false};
+  if (lm_profile_add_term(p, &ov, err) != LM_OK) {
+    cJSON_Delete(extra);
+    goto error;
+  }
+  int row = 0;
+  double *resid = calloc((size_t)n * 2, sizeof *resid);
+  for (int i = 0; i < n; i++)
+    for (int z = 0; z < 2; z++) {
+      double feats[LM_T__COUNT + 1];
+      memcpy(feats, runs[i].f[z].n, sizeof runs[i].f[z].n);
+      feats[LM_T__COUNT] = 0; /* the overlap term counts nothing */
+      char name[160];
+      snprintf(name, sizeof name, "%s%s", runs[i].b->name, z ? "@2N" : "@N");
+      lm_profile_sample smp = {name,          runs[i].b->family, feats,
+                               runs[i].ns[z], runs[i].minv[z],   runs[i].spread[z],
+                               runs[i].reps[z]};
+      lm_profile_add_sample(p, &smp, err);
+      double pred = 0;
+      for (int t = 0; t < LM_T__COUNT; t++)
+        pred += fr->theta[t] * runs[i].f[z].n[t];
+      resid[row++] = (pred - runs[i].ns[z]) / runs[i].ns[z];
+    }
+  lm_profile_set_residuals(p, resid, row, err);
+  free(resid);
+  /* leave-one-benchmark-out errors, one per fitted benchmark */
+  int frow = 0;
+  for (int i = 0; i < n; i++) {
+    if (runs[i].b->mixed)
+      continue;
+    double e = fmax(fabs(fr->loo[frow]), fabs(fr->loo[frow + 1]));
+    if (fr->loo_units > 0 && isfinite(e))
+      lm_profile_add_loo(p, runs[i].b->name, e, err);
+    frow += 2;
+  }
+  lm_profile_diagnostics dg = {fr->cond, fr->rank, fr->rms};
+  lm_profile_set_diagnostics(p, &dg, err);
+  cJSON_AddNumberToObject(extra, "loo_rms", fr->loo_rms);
+  cJSON_AddNumberToObject(extra, "huber_iterations", fr->huber_iters);
+  cJSON_AddNumberToObject(extra, "flagged", fr->nflagged);
+  char *ej = cJSON_PrintUnformatted(extra);
+  lm_profile_set_extra(p, ej, err);
+  free(ej);
+  cJSON_Delete(extra);
+  /* bootstrap vectors, with the overlap appended to each */
+  if (fr->nboot > 0) {
+    int nt = LM_T__COUNT + 1;
+    double *bs = calloc((size_t)fr->nboot * (size_t)nt, sizeof *bs);
+    for (int r = 0; r < fr->nboot; r++) {
+      memcpy(bs + (size_t)r * nt, fr->boot + (size_t)r * LM_T__COUNT,
+             sizeof(double) * LM_T__COUNT);
+      bs[(size_t)r * nt + LM_T__COUNT] = g;
+    }
+    lm_profile_set_bootstrap(p, bs, fr->nboot, err);
+    free(bs);
+  }
+  *out = p;
+  return LM_OK;
+error:
+  lm_profile_free(p);
+  return LM_ESYS;
+}
+
+lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) {
+  *out = NULL;
+  if (!lm_isa_runnable(o->isa))
+    return lm_error_set(err, LM_EINPUT, "this machine cannot run %s code",
+                        lm_isa_name(o->isa));
+  lm_fingerprint fp;
+  lm_status s = lm_fingerprint_host(&fp, err);
+  if (s != LM_OK)
+    return s;
+  lm_caches cc;
+  lm_caches_default(&cc);
+  if (fp.l1d_bytes)
+    cc.l1 = (int64_t)fp.l1d_bytes;
+  if (fp.l2_bytes)
+    cc.l2 = (int64_t)fp.l2_bytes;
+  if (fp.l3_bytes)
+    cc.l3 = (int64_t)fp.l3_bytes;
+  lm_calib_bench *benches;
+  int n = lm_calib_benches(o->isa, o->quick, &cc, &benches);
+  Run *runs = calloc((size_t)n, sizeof *runs);
+  int total = n + 3;
+  for (int i = 0; i < n && s == LM_OK; i++) {
+    runs[i].b = &benches[i];
+    s = prepare(&runs[i], o, &cc, err);
+    if (s != LM_OK) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      lm_error_set(err, s, "calibration benchmark %s: %s", benches[i].name, msg);
+    }
+    progress(o, i + 1, total, benches[i].name);
+  }
+  double lo[LM_T__COUNT], hi[LM_T__COUNT];
+  for (int t = 0; t < LM_T__COUNT; t++) {
+    double c;
+    const char *u;
+    lm_term_default(t, &c, &lo[t], &hi[t], &u);
+  }
+  lm_fit_result fr = {0};
+  int samples = o->quick ? 5 : 9;
+  double sample_ms = o->quick ? 1.5 : 6;
+  if (s == LM_OK)
+    s = measure(runs, n, o, samples, sample_ms, err);
+  progress(o, n + 1, total, "timing");
+  if (s == LM_OK)
+    s = fit(runs, n, o, &fr, lo, hi, err);
+  if (s == LM_OK && fr.nflagged > 0) {
+    /* re-measure once with longer samples before flagging */
+    lm_fit_result_free(&fr);
+    memset(&fr, 0, sizeof fr);
+    s = measure(runs, n, o, samples + 2, sample_ms * 2, err);
+    if (s == LM_OK)
+      s = fit(runs, n, o, &fr, lo, hi, err);
+  }
+  progress(o, n + 2, total, "fit");
+  if (s == LM_OK)
+    s = to_profile(runs, n, o, &fr, lo, hi, &fp, out, err);
+  progress(o, total, total, "profile");
+  lm_fit_result_free(&fr);
+  for (int i = 0; i < n; i++)
+    run_free(&runs[i]);
+  free(runs);
+  lm_calib_benches_free(benches, n);
+  return s;
+}

@@ -1,0 +1,82 @@
+/* Named defaults: the uncalibrated profile and the plausible range of each
+ * coefficient.  Defaults assume a ~3 GHz x86 core (0.33 ns per cycle) and
+ * take cycle counts from public instruction tables (uops.info, LLVM's
+ * scheduling models) and DESIGN.md §2b: one vector ALU op per cycle, a
+ * vector divide about 6-10 cycles, a 16-lane gather about 13-17 cycles,
+ * SLEEF u10 routines 15-40 cycles, L1/L2/L3/memory at about 64/32/16/8
+ * bytes per cycle... per core.  They are the "uncalibrated default
+ * profile" baseline of the held-out evaluation, not a source of truth:
+ * calibration replaces every one of them with a measured value.  The
+ * plausible range of a coefficient is [default/20, default*20]; a fitted
+ * value outside it is re-measured and then flagged. */
+#include <math.h>
+#include <string.h>
+
+#include "lanemap/calibrate.h"
+
+#define CYCLE 0.33 /* ns, a ~3 GHz core */
+
+static const struct {
+  lm_term t;
+  double cycles; /* per counted unit */
+  const char *unit;
+} defaults[] = {
+    {LM_T_VOP, 1, "ns/op"},          {LM_T_VDIV, 8, "ns/op"},
+    {LM_T_VEXP, 20, "ns/call"},      {LM_T_VLOG, 25, "ns/call"},
+    {LM_T_VTANH, 30, "ns/call"},     {LM_T_VERF, 25, "ns/call"},
+    {LM_T_VSINCOS, 40, "ns/call"},   {LM_T_VLOAD, 0.5, "ns/op"},
+    {LM_T_VSTORE, 1, "ns/op"},       {LM_T_SEGLOAD, 1, "ns/op"},
+    {LM_T_SEGSTORE, 1, "ns/op"},     {LM_T_GATHER, 1, "ns/element"},
+    {LM_T_SCATTER, 1.5, "ns/element"}, {LM_T_MASKLOAD, 1, "ns/op"},
+    {LM_T_MASKSTORE, 2, "ns/op"},    {LM_T_BLEND, 2, "ns/op"},
+    {LM_T_SHUFFLE, 1, "ns/op"},      {LM_T_HRED, 3, "ns/step"},
+    {LM_T_STEP, 1, "ns/step"},       {LM_T_MSTEP, 3, "ns/step"},
+    {LM_T_PACKET, 10, "ns/packet"},  {LM_T_CALL, 15, "ns/call"},
+    {LM_T_TASK, 60, "ns/task"},      {LM_T_FORK, 3000, "ns/launch"},
+    {LM_T_B_L1, 1.0 / 64, "ns/byte"}, {LM_T_B_L2, 1.0 / 32, "ns/byte"},
+    {LM_T_B_L3, 1.0 / 16, "ns/byte"}, {LM_T_B_DRAM, 1.0 / 8, "ns/byte"},
+};
+
+void lm_term_default(lm_term t, double *coef, double *lo, double *hi,
+                     const char **unit) {
+  for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+    if (defaults[i].t == t) {
+      *coef = defaults[i].cycles * CYCLE;
+      *lo = *coef / 20;
+      *hi = *coef * 20;
+      *unit = defaults[i].unit;
+      return;
+    }
+  *coef = 0, *lo = 0, *hi = INFINITY, *unit = "ns";
+}
+
+void lm_calib_defaults(lm_calib_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->isa = LM_ISA_HOST;
+  o->quick = 1;
+  o->seed = 1;
+}
+
+lm_status lm_profile_default(lm_isa isa, lm_profile **out, lm_error *err) {
+  *out = NULL;
+  lm_profile *p = lm_profile_new(lm_isa_name(isa), LM_PROFILE_DEFAULT, err);
+  if (!p)
+    return LM_ESYS;
+  lm_fingerprint fp;
+  if (lm_fingerprint_host(&fp, err) == LM_OK)
+    lm_profile_set_fingerprint(p, &fp, err);
+  for (int t = 0; t < LM_T__COUNT; t++) {
+    lm_profile_term pt = {0};
+    pt.name = lm_term_name(t);
+    lm_term_default(t, &pt.coef, &pt.lo, &pt.hi, &pt.unit);
+    pt.p5 = pt.p50 = pt.p95 = pt.coef;
+    if (lm_profile_add_term(p, &pt, err) != LM_OK) {
+      lm_profile_free(p);
+      return LM_ESYS;
+    }
+  }
+  lm_profile_term ov = {"overlap", "1", 1, 1, 1, 1, 0, 1, false};
+  lm_profile_add_term(p, &ov, err);
+  *out = p;
+  return LM_OK;
+}

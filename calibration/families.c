@@ -1,0 +1,215 @@
+/* Micro-benchmark families.  Each benchmark is a small .lk kernel and one
+ * variant, chosen so that one cost term dominates its counts; together the
+ * families give the fit a full-rank design.  Sizes follow the machine's
+ * caches, so "bytes served by L2" is measured with a working set that
+ * lives in L2.  The kernels are ordinary lanemap kernels: they go through
+ * the same parser, lowering, optimiser and verification as user kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lanemap/calibrate.h"
+
+/* Sources.  %s-free: the variant carries the mapping. */
+static const char src_load[] =
+    "kernel bw_load(x: f32[R, C]) -> (s: f32[R]) {\n  s[r] = sum(x[r, :])\n}\n";
+static const char src_store[] =
+    "kernel bw_store(x: f32[R]) -> (y: f32[R, C]) {\n  y[r, :] = f32(c) + x[r]\n}\n";
+static const char src_copy[] =
+    "kernel bw_copy(x: f32[R, C]) -> (y: f32[R, C]) {\n  y[r, :] = x[r, :]\n}\n";
+static const char src_triad[] =
+    "kernel bw_triad(a: f32[R, C], b: f32[R, C], s: f32 = 0.5) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = a[r, :] + s * b[r, :]\n}\n";
+static const char src_priv[] =
+    "kernel priv(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+    "  xs = x[r, :]\n  s = sum(xs)\n  y[r, :] = xs * s\n}\n";
+static const char src_ragged[] =
+    "kernel ragged(x: f32[R, C], len: i32[R] rowlen) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = x[r, :] * 2\n}\n";
+static const char src_div[] =
+    "kernel vdiv(x: f32[R, C], b: f32[R, C] in(1, 2)) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = x[r, :] / b[r, :]\n}\n";
+static const char src_sqrt[] =
+    "kernel vsqrt(x: f32[R, C] in(0.5, 2)) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = sqrt(x[r, :])\n}\n";
+static const char src_rsqrt[] =
+    "kernel vrsqrt(x: f32[R, C] in(0.5, 2)) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = rsqrt(x[r, :])\n}\n";
+static const char src_exp[] =
+    "kernel vexp(x: f32[R, C] in(-4, 4)) -> (y: f32[R, C]) {\n  y[r, :] = exp(x[r, :])\n}\n";
+static const char src_erf[] =
+    "kernel verf(x: f32[R, C] in(-3, 3)) -> (y: f32[R, C]) {\n  y[r, :] = erf(x[r, :])\n}\n";
+static const char src_sigmoid[] =
+    "kernel vsigmoid(x: f32[R, C] in(-6, 6)) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = sigmoid(x[r, :])\n}\n";
+static const char src_tanh[] =
+    "kernel vtanh(x: f32[R, C] in(-3, 3)) -> (y: f32[R, C]) {\n  y[r, :] = tanh(x[r, :])\n}\n";
+static const char src_log[] =
+    "kernel vlog(x: f32[R, C] in(0.5, 2)) -> (y: f32[R, C]) {\n  y[r, :] = log(x[r, :])\n}\n";
+static const char src_sin[] =
+    "kernel vsin(x: f32[R, C] in(-3, 3)) -> (y: f32[R, C]) {\n  y[r, :] = sin(x[r, :])\n}\n";
+static const char src_alu[] =
+    "kernel valu(x: f32[R, C], b: f32[R, C]) -> (y: f32[R, C]) {\n"
+    "  xs = x[r, :]\n  bs = b[r, :]\n"
+    "  y[r, :] = fma(xs, bs, xs * 0.5 + bs * 0.25 - xs * bs)\n}\n";
+/* Composition check: several terms at once, predicted by the fitted
+ * coefficients and compared with the measurement (not fitted). */
+static const char src_mix_norm[] =
+    "kernel mix_norm(x: f32[R, C], g: f32[C]) -> (y: f32[R, C]) {\n"
+    "  xs = x[r, :]\n  mu = sum(xs) / C\n  d = xs - mu\n"
+    "  y[r, :] = d / sqrt(sum(d * d) / C + 1e-5) * g[:]\n}\n";
+static const char src_mix_exp[] =
+    "kernel mix_exp(x: f32[R, C] in(-4, 4), b: f32[R, C]) -> (y: f32[R, C]) {\n"
+    "  xs = x[r, :]\n  y[r, :] = exp(xs) * b[r, :] + xs\n}\n";
+
+typedef struct List {
+  lm_calib_bench *b;
+  int n, cap;
+  lm_isa isa;
+  int W;
+} List;
+
+static void add(List *l, const char *name, const char *family, const char *src,
+                const char *mapping, int64_t R, int64_t C) {
+  if (l->n == l->cap)
+    l->b = realloc(l->b, sizeof *l->b * (size_t)(l->cap = l->cap ? 2 * l->cap : 64));
+  lm_calib_bench *b = &l->b[l->n++];
+  memset(b, 0, sizeof *b);
+  b->name = strdup(name);
+  b->family = family;
+  b->source = src;
+  snprintf(b->variant, sizeof b->variant, "%s/%s", lm_isa_name(l->isa), mapping);
+  b->R = R < 1 ? 1 : R;
+  b->C = C < 1 ? 1 : C;
+}
+
+/* Rows so that `bufs` buffers of R x C f32 take about `bytes`. */
+static int64_t rows_for(int64_t bytes, int64_t C, int bufs, int W) {
+  int64_t R = bytes / (C * 4 * bufs);
+  R = (R + W - 1) / W * W;
+  return R < W ? W : R;
+}
+
+int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
+                     lm_calib_bench **out) {
+  List l = {.isa = isa, .W = lm_isa_lanes(isa, LM_F32, 1)};
+  int W = l.W;
+  char m[128], name[128];
+  snprintf(m, sizeof m, "w%d/l%d/t1", W, W);
+  const char *local = strdup(m);
+
+  /* bandwidth per cache level: working sets at half of each level, and
+   * past the last level when memory is reachable in reasonable time */
+  int64_t levels[4] = {c->l1 / 2, c->l2 / 2, c->l3 / 2, 0};
+  const char *lvname[4] = {"l1", "l2", "l3", "dram"};
+  int64_t dram = c->l3 * 3 / 2;
+  int nlev = 3;
+  if (!quick && dram <= ((int64_t)768 << 20)) {
+    levels[3] = dram;
+    nlev = 4;
+  }
+  for (int lv = 0; lv < nlev; lv++) {
+    int64_t C = 1024, B = levels[lv];
+    snprintf(name, sizeof name, "load_%s", lvname[lv]);
+    add(&l, name, "bandwidth", src_load, local, rows_for(B, C, 1, W), C);
+    snprintf(name, sizeof name, "store_%s", lvname[lv]);
+    add(&l, name, "bandwidth", src_store, local, rows_for(B, C, 1, W), C);
+    snprintf(name, sizeof name, "copy_%s", lvname[lv]);
+    add(&l, name, "bandwidth", src_copy, local, rows_for(B, C, 2, W), C);
+    snprintf(name, sizeof name, "triad_%s", lvname[lv]);
+    add(&l, name, "bandwidth", src_triad, local, rows_for(B, C, 3, W), C);
+  }
+  int64_t l1C = 64, l1R = rows_for(c->l1 / 2, l1C, 2, W);
+
+  /* global access: gathers vs transposes vs segments vs contiguous */
+  snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
+  add(&l, "glob_gather", "global", src_copy, m, l1R, l1C);
+  snprintf(m, sizeof m, "w%d/l1/glob=transpose/t1", W);
+  add(&l, "glob_transpose", "global", src_copy, m, l1R, l1C);
+  snprintf(m, sizeof m, "w%d/l%d/glob=transpose/t1", W, W / 4);
+  add(&l, "glob_segment", "global", src_copy, m, l1R, l1C);
+  snprintf(m, sizeof m, "w%d/l%d/glob=gather/t1", W, W / 4);
+  add(&l, "glob_segment_gather", "global", src_copy, m, l1R, l1C);
+  add(&l, "glob_contiguous", "global", src_copy, local, l1R, l1C);
+
+  /* private arrays: slot vs gather vs masked, full steps and tail-heavy */
+  const char *privs[3] = {"slot", "gather", "masked"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(m, sizeof m, "w%d/l1/priv=%s/glob=transpose/phase=snapshot/t1", W, privs[i]);
+    snprintf(name, sizeof name, "priv_%s_program", privs[i]);
+    add(&l, name, "private", src_priv, m, l1R, l1C);
+    /* predication: one masked step of three lanes per row */
+    snprintf(m, sizeof m, "w%d/l%d/priv=%s/phase=snapshot/t1", W, W, privs[i]);
+    snprintf(name, sizeof name, "predicate_%s", privs[i]);
+    add(&l, name, "predication", src_priv, m, 2048, 2 * W + 3);
+  }
+  snprintf(m, sizeof m, "w%d/l1/glob=transpose/phase=reread/t1", W);
+  add(&l, "priv_reread_program", "private", src_priv, m, l1R, l1C);
+
+  /* mask density: ragged rows under program mapping, prefix and random */
+  const double dens[4] = {0, 0.125, 0.5, 1};
+  snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
+  for (int i = 0; i < 4; i++) {
+    snprintf(name, sizeof name, "density_prefix_%g", dens[i]);
+    add(&l, name, "mask_density", src_ragged, m, l1R, l1C);
+    l.b[l.n - 1].density = dens[i] > 0 ? dens[i] : 1e-9;
+  }
+  add(&l, "density_random_0.5", "mask_density", src_ragged, m, l1R, l1C);
+  l.b[l.n - 1].density = 0.5, l.b[l.n - 1].random_lens = 1;
+  add(&l, "density_local_0.5", "mask_density", src_ragged, local, l1R, l1C);
+  l.b[l.n - 1].density = 0.5;
+
+  /* horizontal reduction steps by L: one step per row, C = L */
+  for (int L = 2; L <= W; L *= 2) {
+    if (L < W)
+      snprintf(m, sizeof m, "w%d/l%d/glob=transpose/t1", W, L);
+    else
+      snprintf(m, sizeof m, "w%d/l%d/t1", W, L);
+    snprintf(name, sizeof name, "hreduce_l%d", L);
+    add(&l, name, "hreduce", src_load, m, 4096, L);
+  }
+
+  /* division, square roots, vector math, plain ALU */
+  struct {
+    const char *name, *src;
+  } ops[] = {{"div", src_div},   {"sqrt", src_sqrt}, {"rsqrt", src_rsqrt},
+             {"exp", src_exp},   {"erf", src_erf},   {"sigmoid", src_sigmoid},
+             {"tanh", src_tanh}, {"log", src_log},   {"sin", src_sin},
+             {"alu", src_alu}};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    add(&l, ops[i].name, i < 3 ? "divsqrt" : i < 9 ? "math" : "alu", ops[i].src,
+        local, rows_for(c->l1 / 2, 256, 2, W), 256);
+
+  /* loop and task overhead: tiny rows, many of them */
+  add(&l, "loop_local_c1", "loop", src_copy, local, 8192, 1);
+  add(&l, "loop_local_c4w", "loop", src_copy, local, 2048, 4 * W);
+  snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
+  add(&l, "loop_program_c1", "loop", src_copy, m, 8192, 1);
+  add(&l, "launch_tiny", "loop", src_copy, local, 1, 1);
+
+  /* thread-pool fork-join by worker count */
+  snprintf(m, sizeof m, "w%d/l%d/t2/g1", W, W);
+  add(&l, "fork_tiny_t2", "forkjoin", src_copy, m, 2, 16);
+  add(&l, "fork_tasks_t2", "forkjoin", src_copy, m, 256, 16);
+
+  /* composition check */
+  snprintf(m, sizeof m, "w%d/l%d/phase=reread/t1", W, W);
+  add(&l, "mix_norm_l1", "mixed", src_mix_norm, m, rows_for(c->l1 / 2, 256, 2, W), 256);
+  l.b[l.n - 1].mixed = 1;
+  add(&l, "mix_norm_l3", "mixed", src_mix_norm, m, rows_for(c->l3 / 4, 1024, 2, W), 1024);
+  l.b[l.n - 1].mixed = 1;
+  add(&l, "mix_exp_l2", "mixed", src_mix_exp, local, rows_for(c->l2 / 2, 1024, 3, W), 1024);
+  l.b[l.n - 1].mixed = 1;
+  snprintf(m, sizeof m, "w%d/l%d/priv=slot/glob=transpose/phase=snapshot/t1", W, W / 2);
+  add(&l, "mix_norm_partial", "mixed", src_mix_norm, m, 4096, 24);
+  l.b[l.n - 1].mixed = 1;
+  free((char *)local);
+  *out = l.b;
+  return l.n;
+}
+
+void lm_calib_benches_free(lm_calib_bench *b, int n) {
+  for (int i = 0; i < n; i++)
+    free((char *)b[i].name);
+  free(b);
+}

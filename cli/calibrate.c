@@ -1,0 +1,150 @@
+/* lanemap calibrate: measure this machine for one ISA target and write a
+ * profile (to --out, else to the per-fingerprint cache), then print the
+ * fit's diagnostics: coefficients with bootstrap spreads, flags, condition
+ * number, rank, leave-one-benchmark-out errors and the composition check. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "lanemap/calibrate.h"
+
+static const char usage[] =
+    "usage: lanemap calibrate [--quick | --full] [--isa I] [--out F.json] [--json]\n"
+    "  Run the micro-benchmark families through the backend, fit per-ISA costs,\n"
+    "  write the profile (default: the cache, see docs/profile.md).\n"
+    "  --quick      the quick suite (default), about 15 s\n"
+    "  --full       the full suite with memory-sized working sets\n"
+    "  --isa I      sse4.2, avx2, avx512 or host (default host)\n"
+    "  --json       print the summary as JSON instead of tables\n"
+    "exit codes: 0 ok, 2 bad input, 3 cannot write the profile\n";
+
+static void bar(void *ctx, int done, int total, const char *what) {
+  (void)ctx;
+  if (!isatty(2))
+    return;
+  int w = 30, f = total ? done * w / total : w;
+  fprintf(stderr, "\r[%.*s%*s] %3d/%d %-28.28s", f, "##############################",
+          w - f, "", done, total, what);
+  if (done == total)
+    fputc('\n', stderr);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+void cli_print_profile(const lm_profile *p, double seconds) {
+  lm_profile_diagnostics d = lm_profile_get_diagnostics(p);
+  printf("profile %s (%s) for %s, %d samples, %.1f s\n", lm_profile_get_isa(p),
+         lm_profile_mode_name(lm_profile_get_mode(p)),
+         lm_profile_get_fingerprint(p)->cpu_name, lm_profile_nsamples(p), seconds);
+  printf("%-14s %12s %12s %12s  %s\n", "term", "coef", "p5", "p95", "unit");
+  for (int i = 0; i < lm_profile_nterms(p); i++) {
+    const lm_profile_term *t = lm_profile_term_at(p, i);
+    printf("%-14s %12.5g %12.5g %12.5g  %s%s\n", t->name, t->coef, t->p5, t->p95,
+           t->unit, t->flagged ? "  FLAGGED: outside plausible range" : "");
+  }
+  printf("condition number %.3g, rank %d of %d, rms relative error %.1f%%\n",
+         d.condition, d.rank, lm_profile_nterms(p) - 1, 100 * d.rms_rel_err);
+  double worst = 0;
+  const char *wn = "-";
+  for (int i = 0; i < lm_profile_nloo(p); i++)
+    if (lm_profile_loo_at(p, i)->rel_err > worst)
+      worst = lm_profile_loo_at(p, i)->rel_err, wn = lm_profile_loo_at(p, i)->bench;
+  printf("leave-one-benchmark-out: worst %.1f%% (%s)\n", 100 * worst, wn);
+  cJSON *x = lm_profile_get_extra(p) ? cJSON_Parse(lm_profile_get_extra(p)) : NULL;
+  cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(x, "composition")) {
+    double m = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "measured_ns"));
+    double a = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "additive_ns"));
+    double b = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "bottleneck_ns"));
+    printf("composition %-18s measured %10.0f ns, additive %10.0f (%+.0f%%), "
+           "bottleneck %10.0f (%+.0f%%)\n",
+           cJSON_GetStringValue(cJSON_GetObjectItem(c, "bench")), m, a,
+           100 * (a / m - 1), b, 100 * (b / m - 1));
+  }
+  printf("overlap (t = max + overlap*min): %.2f\n",
+         cJSON_GetNumberValue(cJSON_GetObjectItem(x, "overlap")));
+  cJSON_Delete(x);
+}
+
+int cmd_calibrate(int argc, char **argv) {
+  lm_calib_opts o;
+  lm_calib_defaults(&o);
+  const char *out = NULL, *isa = "host";
+  int json = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val;
+    int r = 0;
+    if (cli_arg_is_help(a)) {
+      fputs(usage, stdout);
+      return LM_OK;
+    }
+    if ((r = cli_arg_value(argc, argv, &i, "--out", &val)) ||
+        (r = cli_arg_value(argc, argv, &i, "-o", &val)))
+      out = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
+      isa = val;
+    else if (cli_arg_flag(a, "--quick"))
+      o.quick = 1, r = 1;
+    else if (cli_arg_flag(a, "--full"))
+      o.quick = 0, r = 1;
+    else if (cli_arg_flag(a, "--json"))
+      json = r = 1;
+    else
+      return cli_usage_error(usage, "calibrate", "unexpected argument '%s'", a);
+    if (r < 0)
+      return LM_EINPUT;
+  }
+  lm_error err = {0};
+  if (lm_isa_parse(isa, &o.isa, &err) != LM_OK)
+    return cli_usage_error(usage, "calibrate", "%s", err.msg);
+  char path[1024];
+  if (!out) {
+    if (lm_profile_cache_path(lm_isa_name(o.isa), o.quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL,
+                              path, sizeof path, &err) != LM_OK) {
+      fprintf(stderr, "lanemap calibrate: %s\n", err.msg);
+      return err.status;
+    }
+    out = path;
+  }
+  if (!json)
+    o.progress = bar;
+  double t0 = now_s();
+  lm_profile *p = NULL;
+  lm_status s = lm_calibrate(&o, &p, &err);
+  double secs = now_s() - t0;
+  if (s == LM_OK)
+    s = lm_profile_save(p, out, &err);
+  if (s != LM_OK) {
+    fprintf(stderr, "lanemap calibrate: %s\n", err.msg);
+    lm_profile_free(p);
+    return s;
+  }
+  if (json) {
+    cJSON *j = cJSON_CreateObject();
+    lm_profile_diagnostics d = lm_profile_get_diagnostics(p);
+    cJSON_AddStringToObject(j, "schema", "lanemap.calibrate/1");
+    cJSON_AddStringToObject(j, "profile", out);
+    cJSON_AddNumberToObject(j, "seconds", secs);
+    cJSON_AddNumberToObject(j, "condition", isfinite(d.condition) ? d.condition : -1);
+    cJSON_AddNumberToObject(j, "rank", d.rank);
+    cJSON_AddNumberToObject(j, "rms_rel_err", d.rms_rel_err);
+    char *t = cJSON_PrintUnformatted(j);
+    puts(t);
+    free(t);
+    cJSON_Delete(j);
+  } else {
+    cli_print_profile(p, secs);
+    printf("wrote %s\n", out);
+  }
+  lm_profile_free(p);
+  return LM_OK;
+}

@@ -1,0 +1,183 @@
+/* lanemap predict: rank variants of a kernel at a shape by predicted time,
+ * with the bootstrap interval and, with --explain, each term's share. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "lanemap/calibrate.h"
+
+static const char usage[] =
+    "usage: lanemap predict KERNEL --shape R,C [--variant V[,V...] | --all]\n"
+    "                      [--isa I] [--profile P | --default-profile] [--explain] [--json]\n"
+    "  Predict every variant's time (ns per launch) and rank them.\n"
+    "  --profile P        a profile file (default: the cached one for the ISA)\n"
+    "  --default-profile  the uncalibrated named defaults\n"
+    "  --explain          per-term breakdown of each prediction\n"
+    "exit codes: 0 ok, 2 bad input (no profile, bad kernel, shape or variant)\n";
+
+/* The profile for an ISA: the file given, else the cache (quick, then full). */
+lm_status cli_profile_for(const char *path, int use_default, lm_isa isa,
+                          lm_profile **out, lm_error *err) {
+  *out = NULL;
+  if (use_default)
+    return lm_profile_default(isa, out, err);
+  char buf[1024];
+  if (!path) {
+    for (int m = LM_PROFILE_QUICK; m <= LM_PROFILE_FULL && !path; m++)
+      if (lm_profile_cache_path(lm_isa_name(isa), m, buf, sizeof buf, err) == LM_OK &&
+          access(buf, R_OK) == 0)
+        path = buf;
+    if (!path)
+      return lm_error_set(err, LM_EINPUT,
+                          "no cached profile for %s: run `lanemap calibrate --isa %s`, "
+                          "or pass --profile P or --default-profile",
+                          lm_isa_name(isa), lm_isa_name(isa));
+  }
+  lm_profile_load_info info;
+  lm_status s = lm_profile_load(path, out, &info, err);
+  if (s == LM_OK && info.fingerprint_diffs > 0)
+    fprintf(stderr, "lanemap: warning: %s\n", info.warning);
+  return s;
+}
+
+typedef struct Ranked {
+  lm_variant v;
+  lm_prediction p;
+} Ranked;
+
+static int by_ns(const void *a, const void *b) {
+  double x = ((const Ranked *)a)->p.ns, y = ((const Ranked *)b)->p.ns;
+  return x < y ? -1 : x > y;
+}
+
+static void explain(const lm_prediction *p) {
+  int order[LM_T__COUNT];
+  for (int i = 0; i < LM_T__COUNT; i++)
+    order[i] = i;
+  for (int i = 0; i < LM_T__COUNT; i++) /* by share, descending */
+    for (int j = i + 1; j < LM_T__COUNT; j++)
+      if (p->term_ns[order[j]] > p->term_ns[order[i]]) {
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  printf("    %s-bound: compute %.0f ns, memory %.0f ns, fork %.0f ns\n",
+         p->memory_bound ? "memory" : "compute", p->compute_ns, p->memory_ns, p->fork_ns);
+  for (int i = 0; i < LM_T__COUNT; i++) {
+    int t = order[i];
+    if (p->term_ns[t] <= 0 || p->term_ns[t] < 0.01 * p->ns)
+      continue;
+    printf("    %-13s %12.0f x -> %10.1f ns (%4.1f%%)  %s\n", lm_term_name(t), p->f.n[t],
+           p->term_ns[t], 100 * p->term_ns[t] / p->ns, lm_term_doc(t));
+  }
+}
+
+int cmd_predict(int argc, char **argv) {
+  const char *file = NULL, *shape_s = NULL, *list = NULL, *isa_s = "host", *prof = NULL;
+  int all = 0, expl = 0, json = 0, dflt = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val;
+    int r = 0;
+    if (cli_arg_is_help(a)) {
+      fputs(usage, stdout);
+      return LM_OK;
+    }
+    if ((r = cli_arg_value(argc, argv, &i, "--shape", &val)))
+      shape_s = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--variant", &val)))
+      list = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
+      isa_s = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val)))
+      prof = val;
+    else if (cli_arg_flag(a, "--all"))
+      all = r = 1;
+    else if (cli_arg_flag(a, "--explain"))
+      expl = r = 1;
+    else if (cli_arg_flag(a, "--json"))
+      json = r = 1;
+    else if (cli_arg_flag(a, "--default-profile"))
+      dflt = r = 1;
+    else if (a[0] == '-' && a[1])
+      return cli_usage_error(usage, "predict", "unknown option '%s'", a);
+    else if (!file)
+      file = a, r = 1;
+    else
+      return cli_usage_error(usage, "predict", "more than one kernel file");
+    if (r < 0)
+      return LM_EINPUT;
+  }
+  if (!file || !shape_s)
+    return cli_usage_error(usage, "predict", "KERNEL and --shape are required");
+  if (!list)
+    all = 1;
+  lm_error err = {0};
+  lm_isa isa;
+  lm_kernel *k = NULL;
+  lm_profile *p = NULL;
+  lm_variant *vs = NULL;
+  Ranked *rk = NULL;
+  int nv = 0;
+  lm_shape sh;
+  lm_status s = lm_isa_parse(isa_s, &isa, &err);
+  if (s == LM_OK)
+    s = lm_kernel_load(file, &k, &err);
+  if (s == LM_OK)
+    s = lm_shape_parse(k, shape_s, &sh, &err);
+  if (s == LM_OK)
+    s = cli_variants(k, list, all, all ? isa_s : NULL, &vs, &nv, &err);
+  if (s == LM_OK)
+    s = cli_profile_for(prof, dflt, isa, &p, &err);
+  if (s != LM_OK)
+    goto done;
+  rk = calloc((size_t)nv, sizeof *rk);
+  for (int i = 0; i < nv && s == LM_OK; i++) {
+    rk[i].v = vs[i];
+    s = lm_cost_predict(p, k, &vs[i], &sh, &rk[i].p, &err);
+  }
+  if (s != LM_OK)
+    goto done;
+  qsort(rk, (size_t)nv, sizeof *rk, by_ns);
+  for (int i = 0; i < nv; i++) {
+    char name[128];
+    lm_variant_format(&rk[i].v, name, sizeof name);
+    if (json) {
+      cJSON *j = cJSON_CreateObject();
+      cJSON_AddStringToObject(j, "schema", "lanemap.predict/1");
+      cJSON_AddStringToObject(j, "kernel", k->name);
+      cJSON_AddStringToObject(j, "variant", name);
+      cJSON_AddNumberToObject(j, "rank", i + 1);
+      cJSON_AddNumberToObject(j, "predicted_ns", rk[i].p.ns);
+      cJSON_AddNumberToObject(j, "p5_ns", rk[i].p.p5);
+      cJSON_AddNumberToObject(j, "p95_ns", rk[i].p.p95);
+      cJSON *terms = cJSON_AddObjectToObject(j, "terms");
+      for (int t = 0; t < LM_T__COUNT; t++)
+        if (rk[i].p.f.n[t] > 0) {
+          cJSON *o = cJSON_AddObjectToObject(terms, lm_term_name(t));
+          cJSON_AddNumberToObject(o, "count", rk[i].p.f.n[t]);
+          cJSON_AddNumberToObject(o, "ns", rk[i].p.term_ns[t]);
+        }
+      char *txt = cJSON_PrintUnformatted(j);
+      puts(txt);
+      free(txt);
+      cJSON_Delete(j);
+    } else {
+      printf("%3d  %-64s %12.2f us  [%.2f, %.2f]\n", i + 1, name, rk[i].p.ns / 1e3,
+             rk[i].p.p5 / 1e3, rk[i].p.p95 / 1e3);
+      if (expl)
+        explain(&rk[i].p);
+    }
+  }
+done:
+  if (s != LM_OK)
+    fprintf(stderr, "lanemap predict: %s\n", err.msg);
+  free(rk);
+  free(vs);
+  lm_profile_free(p);
+  lm_kernel_free(k);
+  return s;
+}

@@ -1,0 +1,136 @@
+/* lanemap cost model: IR x variant x shape -> dynamic counts of every
+ * cost term, and (with a profile's coefficients) a predicted time with a
+ * per-term breakdown (DESIGN.md §9).
+ *
+ * The counts are derived analytically from the same decisions the
+ * lowering makes (which tiles each loop computes, main steps vs masked
+ * tail steps, spans shared between views, snapshot reads and writes per
+ * realization, butterfly steps), so a term counts what the generated code
+ * executes, per launch over all R instances. */
+#ifndef LANEMAP_COSTMODEL_H
+#define LANEMAP_COSTMODEL_H
+
+#include "lanemap/variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Cost terms.  Compute terms are counted in executed operations; memory
+ * terms in bytes by the cache level that serves them. */
+#define LM_TERMS(X)                                                             \
+  X(VOP, "vop", "vector ALU operations (add, mul, fma, compare, select, cast)") \
+  X(VDIV, "vdiv", "vector divisions and square roots")                          \
+  X(VEXP, "vexp", "vector exp calls (SLEEF; also inside sigmoid)")              \
+  X(VLOG, "vlog", "vector log calls")                                           \
+  X(VTANH, "vtanh", "vector tanh calls")                                        \
+  X(VERF, "verf", "vector erf calls")                                           \
+  X(VSINCOS, "vsincos", "vector sin and cos calls")                             \
+  X(VLOAD, "vload", "contiguous vector loads (global and private slots)")       \
+  X(VSTORE, "vstore", "contiguous vector stores")                               \
+  X(SEGLOAD, "segload", "segment loads of L < W lanes (partial packets)")       \
+  X(SEGSTORE, "segstore", "segment stores of L < W lanes")                      \
+  X(GATHER, "gather_elem", "gathered elements")                                 \
+  X(SCATTER, "scatter_elem", "scattered elements")                              \
+  X(MASKLOAD, "maskload", "native masked vector loads")                         \
+  X(MASKSTORE, "maskstore", "native masked vector stores")                      \
+  X(BLEND, "blend_store", "blended slot stores: the extra read and the blend")  \
+  X(SHUFFLE, "shuffle", "shuffles: transposes, view picks, concatenation")      \
+  X(HRED, "hreduce", "horizontal reduction steps (one butterfly stage)")        \
+  X(STEP, "step", "unmasked loop steps (index math and branch)")                \
+  X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
+  X(PACKET, "packet", "packets (per-packet setup and reduction finalisation)")  \
+  X(CALL, "call", "entry calls (one per task, or one inline launch)")           \
+  X(TASK, "task", "tasks claimed from the pool (workers > 1)")                  \
+  X(FORK, "fork", "fork-join rounds with workers > 1")                          \
+  X(B_L1, "bytes_l1", "bytes served by L1")                                     \
+  X(B_L2, "bytes_l2", "bytes served by L2")                                     \
+  X(B_L3, "bytes_l3", "bytes served by L3")                                     \
+  X(B_DRAM, "bytes_dram", "bytes served by memory")
+
+typedef enum lm_term {
+#define ENUM(id, name, doc) LM_T_##id,
+  LM_TERMS(ENUM)
+#undef ENUM
+  LM_T__COUNT
+} lm_term;
+
+#define LM_T_FIRST_MEM LM_T_B_L1
+
+const char *lm_term_name(lm_term t);
+const char *lm_term_doc(lm_term t);
+int lm_term_lookup(const char *name); /* -1 if unknown */
+
+/* Cache sizes used to decide which level serves a byte (from the
+ * profile's fingerprint; lm_caches_host reads this machine's). */
+typedef struct lm_caches {
+  int64_t l1, l2, l3; /* bytes per core (l3 shared) */
+} lm_caches;
+void lm_caches_default(lm_caches *c); /* 48 KiB, 2 MiB, 32 MiB: named default */
+
+/* Optional row-length statistics for ragged kernels: the mean active
+ * length over rows, and the mean of the maximum over each group of W/L
+ * rows (what a program-mapped packet runs).  NULL means full rows. */
+typedef struct lm_rowstats {
+  double mean_len;
+  double mean_group_max[7]; /* index log2(G) for G = 1 .. 64 */
+} lm_rowstats;
+
+typedef struct lm_features {
+  double n[LM_T__COUNT];
+  /* facts behind the counts, for explanations */
+  double packets, steps_main, steps_tail, density;
+  double bytes_total, footprint;
+} lm_features;
+
+/* Count every term for one launch of k x v over shape s. */
+lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
+                           const lm_shape *s, const lm_caches *caches,
+                           const lm_rowstats *rows, lm_features *out,
+                           lm_error *err);
+
+/* ---- prediction -------------------------------------------------------
+ *
+ *   C = (Σ_compute θ_t n_t) / par          par = min(workers, tasks)
+ *   M = (θ_l1 n_l1 + θ_l2 n_l2 + θ_l3 n_l3) / par + θ_dram n_dram
+ *   t = θ_fork n_fork + max(C, M) + γ · min(C, M)
+ *
+ * γ ("overlap", dimensionless, in [0, 1]) says how much compute and memory
+ * time add up instead of overlapping; it is fitted on mixed benchmarks and
+ * defaults to 1 (fully additive) when a profile has no such term. */
+
+typedef struct lm_profile lm_profile;
+
+/* Coefficients in term order, read from a profile (missing terms are 0). */
+typedef struct lm_coefs {
+  double theta[LM_T__COUNT];
+  double overlap;
+  lm_caches caches;
+} lm_coefs;
+lm_status lm_coefs_from_profile(const lm_profile *p, lm_coefs *out,
+                                lm_error *err);
+/* The same under bootstrap resample b of the profile. */
+lm_status lm_coefs_from_bootstrap(const lm_profile *p, int b, lm_coefs *out,
+                                  lm_error *err);
+
+typedef struct lm_prediction {
+  double ns;                  /* predicted time of one launch */
+  double p5, p95;             /* bootstrap interval (= ns without resamples) */
+  double term_ns[LM_T__COUNT]; /* each term's share of ns */
+  double compute_ns, memory_ns, fork_ns;
+  int memory_bound;           /* M > C */
+  lm_features f;
+} lm_prediction;
+
+/* Predict from coefficients (fast path: no allocation). */
+void lm_cost_eval(const lm_coefs *c, const lm_features *f,
+                  const lm_variant *v, lm_prediction *out);
+/* Predict with a profile, including the bootstrap interval. */
+lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
+                          const lm_variant *v, const lm_shape *s,
+                          lm_prediction *out, lm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
