@@ -203,20 +203,68 @@ static int build_design(Run *runs, int n, double **A, double **b, double **w,
   return m;
 }
 
+/* Fit the terms some benchmark exercises; a term no benchmark counts (e.g.
+ * memory bytes in quick mode, whose working sets stay in cache) keeps its
+ * named default and is reported as unmeasured. */
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
-                     double *lo, double *hi, lm_error *err) {
+                     double *lo, double *hi, int *measured, lm_error *err) {
   double *A, *b, *w;
   int *group;
   int m = build_design(runs, n, &A, &b, &w, &group);
+  int cols[LM_T__COUNT], nc = 0;
+  for (int t = 0; t < LM_T__COUNT; t++) {
+    measured[t] = 0;
+    for (int i = 0; i < m && !measured[t]; i++)
+      measured[t] = A[i * LM_T__COUNT + t] != 0;
+    if (measured[t])
+      cols[nc++] = t;
+  }
+  double *Ac = malloc(sizeof *Ac * (size_t)m * (size_t)nc);
+  double loc[LM_T__COUNT], hic[LM_T__COUNT];
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < nc; j++)
+      Ac[i * nc + j] = A[i * LM_T__COUNT + cols[j]];
+  for (int j = 0; j < nc; j++)
+    loc[j] = lo[cols[j]], hic[j] = hi[cols[j]];
   lm_fit_opts fo;
   lm_fit_defaults(&fo);
   fo.group = group;
-  fo.lo = lo;
-  fo.hi = hi;
+  fo.lo = loc;
+  fo.hi = hic;
   fo.seed = o->seed;
   fo.bootstrap = o->quick ? 50 : 200;
-  lm_status s = lm_fit(&fo, m, LM_T__COUNT, A, b, w, fr, err);
-  free(A), free(b), free(w), free(group);
+  lm_fit_result cr = {0};
+  lm_status s = lm_fit(&fo, m, nc, Ac, b, w, &cr, err);
+  if (s == LM_OK) {
+    /* expand back to every term */
+    *fr = cr;
+    fr->n = LM_T__COUNT;
+    fr->theta = calloc(LM_T__COUNT, sizeof(double));
+    fr->p5 = calloc(LM_T__COUNT, sizeof(double));
+    fr->p50 = calloc(LM_T__COUNT, sizeof(double));
+    fr->p95 = calloc(LM_T__COUNT, sizeof(double));
+    fr->flag = calloc(LM_T__COUNT, sizeof(int));
+    fr->boot = calloc((size_t)(cr.nboot > 0 ? cr.nboot : 1) * LM_T__COUNT, sizeof(double));
+    for (int t = 0; t < LM_T__COUNT; t++) {
+      double c, l, h;
+      const char *u;
+      lm_term_default(t, &c, &l, &h, &u);
+      fr->theta[t] = fr->p5[t] = fr->p50[t] = fr->p95[t] = c;
+      for (int r = 0; r < cr.nboot; r++)
+        fr->boot[r * LM_T__COUNT + t] = c;
+    }
+    for (int j = 0; j < nc; j++) {
+      int t = cols[j];
+      fr->theta[t] = cr.theta[j], fr->p5[t] = cr.p5[j], fr->p50[t] = cr.p50[j];
+      fr->p95[t] = cr.p95[j], fr->flag[t] = cr.flag[j];
+      for (int r = 0; r < cr.nboot; r++)
+        fr->boot[r * LM_T__COUNT + t] = cr.boot[r * nc + j];
+    }
+    free(cr.theta), free(cr.p5), free(cr.p50), free(cr.p95), free(cr.flag), free(cr.boot);
+  } else {
+    lm_fit_result_free(&cr);
+  }
+  free(Ac), free(A), free(b), free(w), free(group);
   return s;
 }
 
@@ -256,7 +304,8 @@ static double composition(Run *runs, int n, const double *theta, cJSON *out) {
 
 static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const lm_fit_result *fr, const double *lo,
-                            const double *hi, const lm_fingerprint *fp,
+                            const double *hi, const int *measured,
+                            const lm_fingerprint *fp,
                             lm_profile **out, lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
@@ -273,6 +322,10 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
       goto error;
   }
   cJSON *extra = cJSON_CreateObject();
+  cJSON *um = cJSON_AddArrayToObject(extra, "unmeasured");
+  for (int t = 0; t < LM_T__COUNT; t++)
+    if (!measured[t])
+      cJSON_AddItemToArray(um, cJSON_CreateString(lm_term_name(t)));
   double g = composition(runs, n, fr->theta, extra);
   lm_profile_term ov = {"overlap", "1", g, g, g, g, 0, 1, false};
   if (lm_profile_add_term(p, &ov, err) != LM_OK) {
@@ -286,9 +339,8 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
       double feats[LM_T__COUNT + 1];
       memcpy(feats, runs[i].f[z].n, sizeof runs[i].f[z].n);
       feats[LM_T__COUNT] = 0; /* the overlap term counts nothing */
-      char name[160];
-      snprintf(name, sizeof name, "%s%s", runs[i].b->name, z ? "@2N" : "@N");
-      lm_profile_sample smp = {name,          runs[i].b->family, feats,
+      /* both sizes carry the benchmark's name; reps and features tell them apart */
+      lm_profile_sample smp = {runs[i].b->name,          runs[i].b->family, feats,
                                runs[i].ns[z], runs[i].minv[z],   runs[i].spread[z],
                                runs[i].reps[z]};
       lm_profile_add_sample(p, &smp, err);
@@ -375,24 +427,25 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     lm_term_default(t, &c, &lo[t], &hi[t], &u);
   }
   lm_fit_result fr = {0};
+  int measured[LM_T__COUNT];
   int samples = o->quick ? 5 : 9;
   double sample_ms = o->quick ? 1.5 : 6;
   if (s == LM_OK)
     s = measure(runs, n, o, samples, sample_ms, err);
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
-    s = fit(runs, n, o, &fr, lo, hi, err);
+    s = fit(runs, n, o, &fr, lo, hi, measured, err);
   if (s == LM_OK && fr.nflagged > 0) {
     /* re-measure once with longer samples before flagging */
     lm_fit_result_free(&fr);
     memset(&fr, 0, sizeof fr);
     s = measure(runs, n, o, samples + 2, sample_ms * 2, err);
     if (s == LM_OK)
-      s = fit(runs, n, o, &fr, lo, hi, err);
+      s = fit(runs, n, o, &fr, lo, hi, measured, err);
   }
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
-    s = to_profile(runs, n, o, &fr, lo, hi, &fp, out, err);
+    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);
   for (int i = 0; i < n; i++)

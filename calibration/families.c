@@ -98,9 +98,10 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   snprintf(m, sizeof m, "w%d/l%d/t1", W, W);
   const char *local = strdup(m);
 
-  /* bandwidth per cache level: working sets at half of each level, and
-   * past the last level when memory is reachable in reasonable time */
-  int64_t levels[4] = {c->l1 / 2, c->l2 / 2, c->l3 / 2, 0};
+  /* bandwidth per cache level: working sets at a third of each level (so
+   * that the 2N run still fits), and past the last level when memory is
+   * reachable in reasonable time */
+  int64_t levels[4] = {c->l1 / 3, c->l2 / 3, c->l3 / 3, 0};
   const char *lvname[4] = {"l1", "l2", "l3", "dram"};
   int64_t dram = c->l3 * 3 / 2;
   int nlev = 3;
@@ -119,7 +120,7 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
     snprintf(name, sizeof name, "triad_%s", lvname[lv]);
     add(&l, name, "bandwidth", src_triad, local, rows_for(B, C, 3, W), C);
   }
-  int64_t l1C = 64, l1R = rows_for(c->l1 / 2, l1C, 2, W);
+  int64_t l1C = 64, l1R = rows_for(c->l1 / 3, l1C, 2, W);
 
   /* global access: gathers vs transposes vs segments vs contiguous */
   snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
@@ -178,7 +179,7 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
              {"alu", src_alu}};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     add(&l, ops[i].name, i < 3 ? "divsqrt" : i < 9 ? "math" : "alu", ops[i].src,
-        local, rows_for(c->l1 / 2, 256, 2, W), 256);
+        local, rows_for(c->l1 / 3, 256, 2, W), 256);
 
   /* loop and task overhead: tiny rows, many of them */
   add(&l, "loop_local_c1", "loop", src_copy, local, 8192, 1);

@@ -250,8 +250,10 @@ static void step_cost(Cx *c, double *out) {
     out[LM_T_VOP] += 2; /* lane columns and the compare */
 }
 
+/* The term of the level that serves a working set; LM_T__COUNT for L1,
+ * whose traffic is the load and store operations themselves. */
 static int64_t level_of(int64_t bytes, const lm_caches *cc, lm_term *t) {
-  *t = bytes <= cc->l1 ? LM_T_B_L1 : bytes <= cc->l2 ? LM_T_B_L2
+  *t = bytes <= cc->l1 ? LM_T__COUNT : bytes <= cc->l2 ? LM_T_B_L2
        : bytes <= cc->l3 ? LM_T_B_L3 : LM_T_B_DRAM;
   return bytes;
 }
@@ -378,7 +380,8 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
         !(k->params[p].dims[0].sym == 0 && k->params[p].dims[0].coef == 1))
       colbytes += lm_param_count(k, p, s) * (int64_t)lm_dtype_size(k->params[p].dtype);
   level_of(colbytes + rowbytes * c.G, caches, &col_lv);
-  double total = 0;
+  double total = 0, l1 = 0; /* l1: bytes served by L1 (no term) */
+#define ADD_BYTES(lv, x) ((lv) < LM_T__COUNT ? (n[lv] += (x)) : (l1 += (x)), total += (x))
   for (int p = 0; p < k->nparams && p < 64; p++) {
     const lm_param *pp = &k->params[p];
     if (pp->kind != LM_PARAM_BUFFER)
@@ -388,21 +391,21 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
       bytes *= density;
       int nl = __builtin_popcount((unsigned)reads[p]);
       if (pp->is_output) {
-        n[first_lv] += bytes, total += bytes;
+        ADD_BYTES(first_lv, bytes);
       } else if (nl > 0) {
-        n[first_lv] += bytes, total += bytes;
-        n[packet_lv] += bytes * (nl - 1), total += bytes * (nl - 1);
+        ADD_BYTES(first_lv, bytes);
+        ADD_BYTES(packet_lv, bytes * (nl - 1));
       }
     } else if (pp->dims[0].sym == 0 && pp->dims[0].coef == 1) {
-      n[first_lv] += bytes, total += bytes; /* per-row values */
+      ADD_BYTES(first_lv, bytes); /* per-row values */
     } else {
       double t = bytes * P * k->nloops; /* per-column vectors, per packet */
-      n[col_lv] += t, total += t;
+      ADD_BYTES(col_lv, t);
     }
   }
   /* private arrays: written once, read by each later loop (up to nloops-1) */
   double pb = P * privbytes * (k->nloops > 1 ? k->nloops : 1) * density;
-  n[priv_lv] += pb, total += pb;
+  ADD_BYTES(priv_lv, pb);
   out->bytes_total = total;
   out->footprint = (double)footprint;
   out->density = density;
