@@ -21,6 +21,8 @@
  * p90: the nearest-rank 90th percentile.  Output is Markdown on stdout.
  *
  * Usage: bench_compile_latency [--kernels DIR] [--asm N] */
+/* getloadavg and CLOCK_THREAD_CPUTIME_ID, also under -std=c11 */
+#define _DEFAULT_SOURCE
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>

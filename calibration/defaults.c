@@ -21,7 +21,7 @@ static const struct {
   double cycles; /* per counted unit */
   const char *unit;
 } defaults[] = {
-    {LM_T_VOP, 1, "ns/op"},          {LM_T_VDIV, 8, "ns/op"},
+    {LM_T_VOP, 1, "ns/op"},          {LM_T_VDIV, 0.5, "ns/lane"},
     {LM_T_VEXP, 20, "ns/call"},      {LM_T_VLOG, 25, "ns/call"},
     {LM_T_VTANH, 30, "ns/call"},     {LM_T_VERF, 25, "ns/call"},
     {LM_T_VSINCOS, 40, "ns/call"},   {LM_T_VLOAD, 0.5, "ns/op"},

@@ -129,6 +129,7 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   add(&l, "glob_transpose", "global", src_copy, m, l1R, l1C);
   snprintf(m, sizeof m, "w%d/l%d/glob=transpose/t1", W, W / 4);
   add(&l, "glob_segment", "global", src_copy, m, l1R, l1C);
+  add(&l, "glob_segment_load", "global", src_load, m, l1R, l1C);
   snprintf(m, sizeof m, "w%d/l%d/glob=gather/t1", W, W / 4);
   add(&l, "glob_segment_gather", "global", src_copy, m, l1R, l1C);
   add(&l, "glob_contiguous", "global", src_copy, local, l1R, l1C);

@@ -13,8 +13,8 @@
  * Doubles are written exactly.  cJSON 1.7.15 prints a number with 15
  * digits when that reads back *approximately* equal (within one ulp scaled
  * by the value), so 0.1 + 0.2 would come back as 0.3; every number is
- * therefore written as raw text, the shortest of %.15g, %.16g and %.17g
- * that reads back bit for bit. */
+ * therefore written as raw text, the shortest %.<N>g (N <= 17) that reads
+ * back bit for bit. */
 #define _GNU_SOURCE
 #include "lanemap/profile.h"
 
@@ -103,7 +103,7 @@ static void fmt_double(double v, char buf[40]) {
     strcpy(buf, v > 0 ? "inf" : "-inf");
     return;
   }
-  for (int prec = 15; prec <= 17; prec++) {
+  for (int prec = 1; prec <= 17; prec++) {
     snprintf(buf, 40, "%.*g", prec, v);
     if (strtod(buf, NULL) == v)
       break;
@@ -995,7 +995,8 @@ static void describe(const cJSON *j, char *buf, size_t n) {
   else if (cJSON_IsNumber(j)) {
     char t[40];
     fmt_double(j->valuedouble, t);
-    snprintf(buf, n, "%s", t);
+    snprintf(buf, n, "%s%s", t,
+             isinf(j->valuedouble) ? " (out of the range of a double)" : "");
   } else if (cJSON_IsString(j)) {
     /* enough to recognise the value; control bytes would garble a
      * terminal */
@@ -1398,7 +1399,10 @@ static lm_status rd_profile(Rd *r, const cJSON *root, lm_profile **out,
   return LM_OK;
 }
 
-/* Does the text end inside a string, an object or an array? */
+/* Does the text end inside a string, an object or an array?  Then it was
+ * cut off, whatever else is wrong with it, and that is the error to name
+ * (cJSON points at the start of the value it could not finish, which is
+ * far from the end for a file cut inside its last array). */
 static bool ends_open(const char *t, size_t n) {
   long depth = 0;
   bool str = false, esc = false;
@@ -1440,7 +1444,9 @@ static lm_status parse_json(const char *name, const char *text, size_t n,
     cJSON_Delete(*out);
     *out = NULL;
     what = "unexpected text after the JSON value";
-  } else if (at + 1 >= last && ends_open(text, n))
+    while (at < n && isspace((unsigned char)text[at]))
+      at++;
+  } else if (ends_open(text, n))
     return lm_error_set(err, LM_EINPUT,
                         "%s: truncated JSON: the text ends inside an object, "
                         "an array or a string",
@@ -1472,10 +1478,9 @@ static void check_host(const char *name, const lm_profile *p,
                                                 sizeof diff);
   if (info->fingerprint_diffs > 0)
     snprintf(info->warning, sizeof info->warning,
-             "%.300s: calibrated on another machine; the fingerprint differs "
-             "in "
-             "%s (profile -> this machine); predictions may have higher "
-             "regret here: recalibrate on this machine",
+             "%.300s: calibrated on another machine; fingerprint fields that "
+             "differ (profile -> this machine): %s; predictions may have "
+             "higher regret here: recalibrate on this machine",
              name, diff);
 }
 
@@ -1492,7 +1497,13 @@ lm_status lm_profile_from_json_text(const char *name, const char *text,
     return s;
   Rd r = {name, err};
   if (!cJSON_IsObject(root))
-    s = rd_bad(&r, "(top level)", "a JSON object", root);
+  {
+    char got[64];
+    describe(root, got, sizeof got);
+    s = lm_error_set(err, LM_EINPUT,
+                     "%s: expected a JSON object at the top level, got %s",
+                     name, got);
+  }
   else
     s = rd_profile(&r, root, out, info);
   cJSON_Delete(root);

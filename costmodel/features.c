@@ -84,9 +84,9 @@ static int is_float_op(const lm_node *nd) {
 static void op_cost(Cx *c, const lm_node *nd) {
   double *n = c->n;
   switch (nd->op) {
-  case LM_OP_DIV:
-  case LM_OP_SQRT: n[LM_T_VDIV] += 1; break;
-  case LM_OP_RSQRT: n[LM_T_VDIV] += 2; break;
+  case LM_OP_DIV: /* the divider is lane-throughput bound: count lanes */
+  case LM_OP_SQRT: n[LM_T_VDIV] += c->W; break;
+  case LM_OP_RSQRT: n[LM_T_VDIV] += 2 * c->W; break;
   case LM_OP_EXP: n[LM_T_VEXP] += 1; break;
   case LM_OP_LOG: n[LM_T_VLOG] += 1; break;
   case LM_OP_TANH: n[LM_T_VTANH] += 1; break;
@@ -94,7 +94,7 @@ static void op_cost(Cx *c, const lm_node *nd) {
   case LM_OP_SIN:
   case LM_OP_COS: n[LM_T_VSINCOS] += 1; break;
   case LM_OP_SIGMOID:
-    n[LM_T_VEXP] += 1, n[LM_T_VDIV] += 1, n[LM_T_VOP] += 2;
+    n[LM_T_VEXP] += 1, n[LM_T_VDIV] += c->W, n[LM_T_VOP] += 2;
     break;
   case LM_OP_POWI: {
     int e = abs(nd->ipow), m = 0;
@@ -102,7 +102,7 @@ static void op_cost(Cx *c, const lm_node *nd) {
       m += 1 + (b & 1);
     n[LM_T_VOP] += m > 2 ? m - 2 : 0;
     if (nd->ipow < 0)
-      n[LM_T_VDIV] += 1;
+      n[LM_T_VDIV] += c->W;
     break;
   }
   case LM_OP_MIN:

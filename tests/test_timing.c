@@ -381,7 +381,7 @@ Test(timing, statistics_of_scripted_samples_are_exact) {
   lm_timing_result_free(&r);
 }
 
-Test(timing, median_and_paired_ratio_helpers) {
+Test(timing, median_and_paired_ratio_of_small_arrays_are_exact) {
   const double odd[] = {5, 1, 3};
   const double even[] = {4, 1, 3, 2};
   cr_assert_eq(lm_timing_median(odd, 3), 3.0);

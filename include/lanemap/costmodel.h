@@ -20,7 +20,7 @@ extern "C" {
  * terms in bytes by the cache level that serves them. */
 #define LM_TERMS(X)                                                             \
   X(VOP, "vop", "vector ALU operations (add, mul, fma, compare, select, cast)") \
-  X(VDIV, "vdiv", "vector divisions and square roots")                          \
+  X(VDIV, "vdiv", "lanes of vector divisions and square roots")                          \
   X(VEXP, "vexp", "vector exp calls (SLEEF; also inside sigmoid)")              \
   X(VLOG, "vlog", "vector log calls")                                           \
   X(VTANH, "vtanh", "vector tanh calls")                                        \

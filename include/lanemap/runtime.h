@@ -41,10 +41,11 @@ typedef struct lm_pool_opts {
   int pin;        /* 1: pin pool thread i to the (i+1)-th allowed CPU */
 } lm_pool_opts;
 
-/* Defaults: nthreads 0, spin_us 100 (about 100 back-to-back launches of a
- * small kernel without any wake-up, while an idle pool goes quiet within a
- * tenth of a millisecond), pin 0 (a pinned pool thread cannot move away
- * from a core that the timing harness or another process pins to). */
+/* Defaults: nthreads 0, spin_us 100 (about one futex wake-up of a parked
+ * worker on the project's VM, 66-100 µs at p50, so launches closer than
+ * that never pay one while an idle pool goes quiet within 0.1 ms), pin 0
+ * (a pinned pool thread cannot leave a core that the timing harness or
+ * another process pins to).  docs/runtime.md has the measurements. */
 void lm_pool_opts_defaults(lm_pool_opts *o);
 
 /* A pool with nthreads worker threads besides the caller, default options.
