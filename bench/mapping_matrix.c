@@ -177,10 +177,10 @@ static int bench_case(const char *id, const char *kfile, int64_t R, int64_t C,
     if (best[f] >= 0)
       printf("| %s | `%s` | %.2f | %.2f |\n", family_name[f], names[best[f]],
              tr.stats[best[f]].p50 / 1e3, tr.stats[best[f]].min / 1e3);
-  printf("family spread (worst best-of-family / best, paired): %.2fx\n",
+  printf("\nfamily spread (worst best-of-family / best, paired): %.2fx\n",
          tr.ratio[worst * ni + all_best]);
   if (hi >= 0)
-    printf("hand-written AVX-512: p50 %.2f us; best lanemap / hand-written "
+    printf("\nhand-written AVX-512: p50 %.2f us; best lanemap / hand-written "
            "(paired): %.3f\n",
            tr.stats[hi].p50 / 1e3, tr.ratio[all_best * ni + hi]);
   fflush(stdout);

@@ -466,7 +466,7 @@ Test(profile, golden_set_has_at_least_12_files_each_with_an_err) {
   }
 }
 
-Test(profile, the_documented_example_loads) {
+Test(profile, the_documented_example_loads_and_is_canonical) {
   lm_profile *p = load_ok(LANEMAP_SOURCE_DIR "/" EXAMPLE, NULL);
   cr_expect_str_eq(lm_profile_get_isa(p), "x86-64-v4");
   cr_expect_eq(lm_profile_get_mode(p), LM_PROFILE_QUICK);
@@ -477,6 +477,13 @@ Test(profile, the_documented_example_loads) {
   int b;
   cr_expect_not_null(lm_profile_get_bootstrap(p, &b));
   cr_expect_eq(b, 2);
+  /* and it is exactly what lm_profile_save writes */
+  char *text, *file = slurp(LANEMAP_SOURCE_DIR "/" EXAMPLE);
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_to_json_text(p, &text, &err), LM_OK, "%s", err.msg);
+  cr_expect_str_eq(text, file);
+  free(text);
+  free(file);
   lm_profile_free(p);
 }
 
