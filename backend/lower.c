@@ -337,12 +337,20 @@ static LLVMValueRef step_index(Lo *o) {
 }
 
 static LLVMValueRef slot_ptr(Lo *o, int node, LLVMValueRef t) {
-  /* byte offset ((sid*nslots + t) * W) * 8: slots are spaced for 8-byte
-   * elements, so every slot vector is aligned to its own size */
-  LLVMValueRef q = LLVMBuildAdd(
+  /* Private array sid occupies its own region of nslots * W * 8 bytes
+   * (room for the widest element); inside it, the [slot][lane] layout:
+   * element q of lane l at region + (q*W + l) * size, so slot q is one
+   * aligned vector of W * size bytes. */
+  lm_dtype dt = o->k->nodes[node].dtype;
+  long long size = dt == LM_BOOL ? 1 : (long long)lm_dtype_size(dt);
+  LLVMValueRef region = LLVMBuildMul(
       o->B, LLVMBuildMul(o->B, ci64(o, o->snapid[node]), o->nslots, ""),
-      LLVMBuildSExt(o->B, t, o->i64, ""), "");
-  LLVMValueRef off = LLVMBuildMul(o->B, q, ci64(o, (long long)o->W * 8), "");
+      ci64(o, (long long)o->W * 8), "");
+  LLVMValueRef off = LLVMBuildAdd(
+      o->B, region,
+      LLVMBuildMul(o->B, LLVMBuildSExt(o->B, t, o->i64, ""),
+                   ci64(o, (long long)o->W * size), ""),
+      "");
   return gep(o, o->i8, o->scratch, off);
 }
 
