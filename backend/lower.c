@@ -15,9 +15,10 @@
  * differ, and they differ by the variant's fields, never by operator.
  *
  * Per packet the kernel runs k->nloops column loops (phases).  Each loop
- * has an unmasked main part, taken while every lane is active (all
- * instances exist and the step lies below every row length), and a masked
- * tail.  The active mask of a lane is "instance exists and its column is
+ * has an unmasked main part, unrolled over several accumulators and taken
+ * while every lane is active (all instances exist and the step lies below
+ * every row length), an unmasked rest for the full steps the unrolling
+ * leaves over, and a masked tail.  The active mask of a lane is "instance exists and its column is
  * below the row's length", tracked per step, so ragged rows lower the mask
  * density of program-mapped packets instead of changing the code.  Tiles
  * crossing loops are either kept in private arrays (phase=snapshot) or
@@ -381,7 +382,8 @@ static void priv_write(Lo *o, int node, LLVMValueRef val) {
   const char *why = NULL;
   lm_priv how = o->v->priv;
   if (!slot_legal(dt, &why)) {
-    fallback(o, why);
+    if (how != LM_PRIV_GATHER) /* gather is the general path already */
+      fallback(o, why);
     val = LLVMBuildZExt(o->B, val, LLVMVectorType(o->i8, (unsigned)o->W), "");
     how = LM_PRIV_GATHER;
   }
@@ -426,7 +428,8 @@ static LLVMValueRef priv_read(Lo *o, int node) {
   lm_priv how = o->v->priv;
   int narrow = !slot_legal(dt, &why);
   if (narrow) {
-    fallback(o, why);
+    if (how != LM_PRIV_GATHER)
+      fallback(o, why);
     how = LM_PRIV_GATHER;
   }
   LLVMTypeRef vt = narrow ? LLVMVectorType(o->i8, (unsigned)o->W)
@@ -458,10 +461,12 @@ static LLVMValueRef priv_read(Lo *o, int node) {
 
 /* ---- elementwise operations (shared by tiles and uniforms) ----------- */
 
-static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
-  const char *name = lm_vmath_name(op, dt, o->W, o->v->isa);
+/* One call of a SLEEF routine of m lanes. */
+static LLVMValueRef vmath_call(Lo *o, lm_op op, lm_dtype dt, int m,
+                               LLVMValueRef a) {
+  const char *name = lm_vmath_name(op, dt, m, o->v->isa);
   if (!name)
-    abort(); /* every (type, width) the variant check admits has a routine */
+    abort(); /* m is always a width SLEEF ships for this ISA (16-64 bytes) */
   LLVMTypeRef vt = LLVMTypeOf(a);
   LLVMTypeRef ft = LLVMFunctionType(vt, &vt, 1, 0);
   LLVMValueRef f = LLVMGetNamedFunction(o->M, name);
@@ -473,11 +478,43 @@ static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
     unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(o->C, nu, 0));
-    if (o->W * lm_dtype_size(dt) == 64)
-      LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", "512");
+    char bits[16];
+    snprintf(bits, sizeof bits, "%d", m * (int)lm_dtype_size(dt) * 8);
+    LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", bits);
   }
   o->cnt->emit_math_calls++;
   return LLVMBuildCall2(o->B, ft, f, &a, 1, "");
+}
+
+/* Vector math on a W-lane value.  The routine's width is the ISA's widest
+ * vector for the type (never wider, so an AVX2 target never runs AVX-512
+ * code), padded up to 16 bytes: wider values are split into such calls,
+ * narrower ones padded, e.g. f64 tiles in an f32 kernel. */
+static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
+  int esz = (int)lm_dtype_size(dt);
+  int cap = lm_isa_lanes(o->v->isa, dt, 1), m = o->W;
+  if (m > cap)
+    m = cap;
+  if (m * esz < 16)
+    m = 16 / esz;
+  if (m == o->W)
+    return vmath_call(o, op, dt, m, a);
+  if (m > o->W) { /* pad, call, keep the first W lanes */
+    int idx[MAX_LANES];
+    for (int i = 0; i < m; i++)
+      idx[i] = i < o->W ? i : -1;
+    LLVMValueRef r = vmath_call(o, op, dt, m, shuf(o, a, NULL, idx, m));
+    return shuf(o, r, NULL, idx, o->W);
+  }
+  LLVMValueRef parts[MAX_LANES];
+  int np = o->W / m;
+  for (int p = 0; p < np; p++) {
+    int idx[MAX_LANES];
+    for (int i = 0; i < m; i++)
+      idx[i] = p * m + i;
+    parts[p] = vmath_call(o, op, dt, m, shuf(o, a, NULL, idx, m));
+  }
+  return concat(o, parts, np, m);
 }
 
 static LLVMValueRef fconst(Lo *o, lm_dtype dt, double x) {
@@ -1008,6 +1045,7 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   }
 
   LLVMBasicBlockRef mc = block(o, "main.cond"), mb = block(o, "main.body"),
+                    rc = block(o, "rest.cond"), rb = block(o, "rest.body"),
                     tc = block(o, "tail.cond"), tb = block(o, "tail.body"),
                     done = block(o, "loop.done");
   LLVMBuildBr(o->B, mc);
@@ -1016,7 +1054,7 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   LLVMBuildCondBr(o->B,
                   LLVMBuildICmp(o->B, LLVMIntSLE,
                                 LLVMBuildAdd(o->B, t, ci32(o, per), ""), tfull, ""),
-                  mb, tc);
+                  mb, rc);
   LLVMPositionBuilderAtEnd(o->B, mb);
   o->mode = main_mode;
   o->mask = NULL;
@@ -1036,6 +1074,20 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   }
   LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, per), ""), ta);
   LLVMBuildBr(o->B, mc);
+
+  /* full steps left over by the unrolled main part: one at a time, still
+   * unmasked (transposed blocks fall back to gathers here) */
+  LLVMPositionBuilderAtEnd(o->B, rc);
+  t = LLVMBuildLoad2(o->B, o->i32, ta, "");
+  LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tfull, ""), rb, tc);
+  LLVMPositionBuilderAtEnd(o->B, rb);
+  o->mode = blockmode ? MODE_GATHER : main_mode;
+  o->t = t;
+  o->blk = -1;
+  o->mask = NULL;
+  emit_step(o, 0);
+  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
+  LLVMBuildBr(o->B, rc);
 
   LLVMPositionBuilderAtEnd(o->B, tc);
   t = LLVMBuildLoad2(o->B, o->i32, ta, "");
@@ -1128,10 +1180,12 @@ static void emit_entry(Lo *o, const char *symbol) {
   unsigned nu = LLVMGetEnumAttributeKindForName("nounwind", 8);
   LLVMAddAttributeAtIndex(o->fn, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(o->C, nu, 0));
-  int bits = o->W * (int)lm_dtype_size(k->elem) * 8;
-  char width[16];
-  snprintf(width, sizeof width, "%d", bits);
-  LLVMAddTargetDependentFunctionAttr(o->fn, "min-legal-vector-width", width);
+  /* Prefer the variant's width; allow the ISA's widest vectors, which the
+   * calls into vector math of other element types may pass. */
+  char width[16], legal[16];
+  snprintf(width, sizeof width, "%d", o->W * (int)lm_dtype_size(k->elem) * 8);
+  snprintf(legal, sizeof legal, "%d", lm_isa_lanes(o->v->isa, LM_F32, 1) * 32);
+  LLVMAddTargetDependentFunctionAttr(o->fn, "min-legal-vector-width", legal);
   LLVMAddTargetDependentFunctionAttr(o->fn, "prefer-vector-width", width);
   LLVMValueRef args = LLVMGetParam(o->fn, 0), first = LLVMGetParam(o->fn, 1),
                count = LLVMGetParam(o->fn, 2);

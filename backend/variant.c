@@ -216,10 +216,15 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
   if (v.workers == 1 && have_g)
     return lm_error_set(err, LM_EINPUT,
                         "variant '%s': a grain applies only with t > 1", text);
-  /* W depends on the element type: accept either until the kernel check. */
-  lm_status s = check_fields(&v, LM_F32, NULL);
-  if (s != LM_OK && check_fields(&v, LM_F64, err) != LM_OK)
+  /* W depends on the element type: accept either until the kernel check,
+   * and report the f32 reading's reason when neither holds. */
+  if (check_fields(&v, LM_F32, NULL) != LM_OK &&
+      check_fields(&v, LM_F64, NULL) != LM_OK) {
+    check_fields(&v, legal_w(v.isa, LM_F32, v.w) ? LM_F32 : LM_F64, err);
+    if (!legal_w(v.isa, LM_F32, v.w) && !legal_w(v.isa, LM_F64, v.w))
+      check_fields(&v, LM_F32, err);
     return LM_EINPUT;
+  }
   *out = v;
   return LM_OK;
 }

@@ -145,6 +145,8 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
     snprintf(name, sizeof name, "predicate_%s", privs[i]);
     add(&l, name, "predication", src_priv, m, 2048, 2 * W + 3);
   }
+  /* a masked load without a masked store: row sums with a 3-lane tail */
+  add(&l, "predicate_load_tail", "predication", src_load, local, 2048, 2 * W + 3);
   snprintf(m, sizeof m, "w%d/l1/glob=transpose/phase=reread/t1", W);
   add(&l, "priv_reread_program", "private", src_priv, m, l1R, l1C);
 

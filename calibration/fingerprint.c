@@ -154,18 +154,21 @@ lm_status lm_fingerprint_host(lm_fingerprint *out, lm_error *err) {
   char *features = LLVMGetHostCPUFeatures();
   lm_status s = LM_OK;
   if (!name || !features) {
-    s = lm_error_set(err, LM_ESYS, "fingerprint: LLVM cannot name the host "
-                                   "CPU");
+    s = lm_error_set(err, LM_ESYS,
+                     "fingerprint: LLVM cannot name the host "
+                     "CPU");
     goto done;
   }
   if (strlen(name) >= sizeof out->cpu_name || name[0] == 0) {
-    s = lm_error_set(err, LM_ESYS, "fingerprint: LLVM's host CPU name \"%s\" "
-                                   "is empty or too long", name);
+    s = lm_error_set(err, LM_ESYS,
+                     "fingerprint: LLVM's host CPU name \"%s\" "
+                     "is empty or too long",
+                     name);
     goto done;
   }
   strcpy(out->cpu_name, name);
-  s = canonical_features(features, out->cpu_features,
-                         sizeof out->cpu_features, err);
+  s = canonical_features(features, out->cpu_features, sizeof out->cpu_features,
+                         err);
   if (s != LM_OK)
     goto done;
   unsigned major, minor, patch;

@@ -70,7 +70,8 @@ lm_status lm_fit_opts_check(const lm_fit_opts *o, int n, lm_error *err) {
                         "fit: huber_k = %g: must be finite and > 0",
                         o->huber_k);
   if (o->huber_max_iter < 0 || o->huber_max_iter > LM_FIT_MAX_ROUNDS)
-    return lm_error_set(err, LM_EINPUT, "fit: huber_max_iter = %d, need 0 to %d",
+    return lm_error_set(err, LM_EINPUT,
+                        "fit: huber_max_iter = %d, need 0 to %d",
                         o->huber_max_iter, LM_FIT_MAX_ROUNDS);
   if (!(o->huber_tol >= 0) || !isfinite(o->huber_tol))
     return lm_error_set(err, LM_EINPUT,
@@ -204,8 +205,8 @@ static lm_status lm_fit_robust(lm_fit_ctx *c, const double *warm, double *x,
     }
     c->d[k] = sqrt(s);
   }
-  lm_status rc = lm_nnls_solve(c->ws, c->A, c->b, c->ew, warm,
-                               o->nnls_max_iter, x, info, err);
+  lm_status rc = lm_nnls_solve(c->ws, c->A, c->b, c->ew, warm, o->nnls_max_iter,
+                               x, info, err);
   if (rc)
     return rc;
   *iters = 0;
@@ -238,7 +239,8 @@ static lm_status lm_fit_robust(lm_fit_ctx *c, const double *warm, double *x,
   return LM_OK;
 }
 
-/* ---- diagnostics ----------------------------------------------------------- */
+/* ---- diagnostics -----------------------------------------------------------
+ */
 
 /* Singular values of sqrt(weight) A restricted to the k columns cols[]
  * (unit-norm columns, zero columns left zero), with the condition number
@@ -327,10 +329,11 @@ static uint64_t lm_fit_rand(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-/* Uniform in [0, n) by multiply-shift (Lemire); the bias of at most
- * n / 2^64 is far below anything a bootstrap could see. */
+/* Uniform in [0, n) by multiply-shift on the top 32 bits (Lemire); n <
+ * 2^31 keeps the product in 64 bits, and the bias of at most n / 2^32 is
+ * far below anything a bootstrap could see. */
 static int lm_fit_rand_below(uint64_t *state, int n) {
-  return (int)(((unsigned __int128)lm_fit_rand(state) * (uint64_t)n) >> 64);
+  return (int)(((lm_fit_rand(state) >> 32) * (uint64_t)n) >> 32);
 }
 
 static int lm_fit_cmp_double(const void *a, const void *b) {
@@ -348,14 +351,12 @@ static double lm_fit_quantile_sorted(const double *s, int n, double q) {
   return s[lo] + (h - lo) * (s[lo + 1] - s[lo]);
 }
 
-/* ---- lm_fit ----------------------------------------------------------------- */
+/* ---- lm_fit -----------------------------------------------------------------
+ */
 
 static lm_status lm_fit_check(const lm_fit_opts *o, int m, int n,
-                              const double *A, const double *b,
-                              const double *w, lm_fit_result *out,
+                              const double *A, const double *b, const double *w,
                               lm_error *err) {
-  if (!out)
-    return lm_error_set(err, LM_EINPUT, "fit: result is NULL");
   lm_status rc = lm_fit_opts_check(o, n, err);
   if (!rc)
     rc = lm_nnls_check("fit", m, n, A, b, w, err);
@@ -412,8 +413,8 @@ static lm_status lm_fit_loo(lm_fit_ctx *c, const int *unit, int nunits,
         lm_error_set(err, rc, "fit: leave-one-out refit without group %d: %s",
                      c->o->group[i0], e.msg);
       else
-        lm_error_set(err, rc, "fit: leave-one-out refit without row %d: %s",
-                     i0, e.msg);
+        lm_error_set(err, rc, "fit: leave-one-out refit without row %d: %s", i0,
+                     e.msg);
       break;
     }
     for (int i = 0; i < m; i++)
@@ -503,9 +504,10 @@ lm_status lm_fit(const lm_fit_opts *o, int m, int n, const double *A,
     lm_fit_defaults(&defaults);
     o = &defaults;
   }
-  if (out)
-    memset(out, 0, sizeof *out);
-  lm_status rc = lm_fit_check(o, m, n, A, b, w, out, err);
+  if (!out)
+    return lm_error_set(err, LM_EINPUT, "fit: result is NULL");
+  memset(out, 0, sizeof *out);
+  lm_status rc = lm_fit_check(o, m, n, A, b, w, err);
   if (rc)
     return rc;
 
@@ -583,8 +585,8 @@ lm_status lm_fit(const lm_fit_opts *o, int m, int n, const double *A,
     rc = lm_error_set(err, LM_ESYS, "fit: out of memory");
     goto error;
   }
-  rc = lm_fit_design_svd(&c, out->weight, cols, nfree, sv_free,
-                         &out->cond_free, &out->rank_free, err);
+  rc = lm_fit_design_svd(&c, out->weight, cols, nfree, sv_free, &out->cond_free,
+                         &out->rank_free, err);
   free(sv_free);
   if (rc)
     goto error;

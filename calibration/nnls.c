@@ -38,18 +38,18 @@
 
 struct lm_nnls_ws {
   int m, n;
-  double *as;   /* [m*n] sqrt(w) A, column-major, unit-norm columns */
-  double *bw;   /* [m] sqrt(w) b */
-  double *d;    /* [n] column norms of sqrt(w) A (1 for a zero column) */
-  double *sub;  /* [m*n] the free columns, copied for dgelsd */
-  double *rhs;  /* [max(m,n)] dgelsd's right-hand side, then solution */
-  double *sv;   /* [min(m,n)] dgelsd's singular values */
-  double *y;    /* [n] the iterate, in scaled units d_k x_k */
-  double *s;    /* [n] the least-squares solution on P, scaled */
-  double *g;    /* [n] gradient as^T (bw - as y) */
-  double *r;    /* [m] residual bw - as y */
-  int *fset;    /* [n] the indices in P */
-  char *isfree; /* [n] */
+  double *as;    /* [m*n] sqrt(w) A, column-major, unit-norm columns */
+  double *bw;    /* [m] sqrt(w) b */
+  double *d;     /* [n] column norms of sqrt(w) A (1 for a zero column) */
+  double *sub;   /* [m*n] the free columns, copied for dgelsd */
+  double *rhs;   /* [max(m,n)] dgelsd's right-hand side, then solution */
+  double *sv;    /* [min(m,n)] dgelsd's singular values */
+  double *y;     /* [n] the iterate, in scaled units d_k x_k */
+  double *s;     /* [n] the least-squares solution on P, scaled */
+  double *g;     /* [n] gradient as^T (bw - as y) */
+  double *r;     /* [m] residual bw - as y */
+  int *fset;     /* [n] the indices in P */
+  char *isfree;  /* [n] */
   char *refused; /* [n] refused as dependent since P last grew */
 };
 
@@ -80,19 +80,20 @@ lm_nnls_ws *lm_nnls_ws_new(int m, int n) {
   size_t small = (size_t)(m < n ? m : n);
   ws->m = m;
   ws->n = n;
-  ws->as = malloc(mn * sizeof(double));
-  ws->bw = malloc((size_t)m * sizeof(double));
-  ws->d = malloc((size_t)n * sizeof(double));
-  ws->sub = malloc(mn * sizeof(double));
-  ws->rhs = malloc(big * sizeof(double));
-  ws->sv = malloc(small * sizeof(double));
-  ws->y = malloc((size_t)n * sizeof(double));
-  ws->s = malloc((size_t)n * sizeof(double));
-  ws->g = malloc((size_t)n * sizeof(double));
-  ws->r = malloc((size_t)m * sizeof(double));
-  ws->fset = malloc((size_t)n * sizeof(int));
-  ws->isfree = malloc((size_t)n);
-  ws->refused = malloc((size_t)n);
+  /* Zeroed, so that nothing is ever read uninitialized. */
+  ws->as = calloc(mn, sizeof(double));
+  ws->bw = calloc((size_t)m, sizeof(double));
+  ws->d = calloc((size_t)n, sizeof(double));
+  ws->sub = calloc(mn, sizeof(double));
+  ws->rhs = calloc(big, sizeof(double));
+  ws->sv = calloc(small, sizeof(double));
+  ws->y = calloc((size_t)n, sizeof(double));
+  ws->s = calloc((size_t)n, sizeof(double));
+  ws->g = calloc((size_t)n, sizeof(double));
+  ws->r = calloc((size_t)m, sizeof(double));
+  ws->fset = calloc((size_t)n, sizeof(int));
+  ws->isfree = calloc((size_t)n, 1);
+  ws->refused = calloc((size_t)n, 1);
   if (!ws->as || !ws->bw || !ws->d || !ws->sub || !ws->rhs || !ws->sv ||
       !ws->y || !ws->s || !ws->g || !ws->r || !ws->fset || !ws->isfree ||
       !ws->refused) {
@@ -105,27 +106,24 @@ lm_nnls_ws *lm_nnls_ws_new(int m, int n) {
 lm_status lm_nnls_check(const char *who, int m, int n, const double *A,
                         const double *b, const double *w, lm_error *err) {
   if (m < 1)
-    return lm_error_set(err, LM_EINPUT, "%s: m = %d rows: need at least 1",
-                        who, m);
+    return lm_error_set(err, LM_EINPUT, "%s: m = %d rows: need at least 1", who,
+                        m);
   if (n < 1)
     return lm_error_set(err, LM_EINPUT,
                         "%s: n = %d coefficients: need at least 1", who, n);
   if ((size_t)m > SIZE_MAX / sizeof(double) / (size_t)n)
-    return lm_error_set(err, LM_EINPUT, "%s: %d x %d is too large", who, m,
-                        n);
+    return lm_error_set(err, LM_EINPUT, "%s: %d x %d is too large", who, m, n);
   if (!A || !b)
-    return lm_error_set(err, LM_EINPUT, "%s: %s is NULL", who,
-                        !A ? "A" : "b");
+    return lm_error_set(err, LM_EINPUT, "%s: %s is NULL", who, !A ? "A" : "b");
   for (int i = 0; i < m; i++) {
     for (int k = 0; k < n; k++)
       if (!isfinite(A[(size_t)i * n + k]))
         return lm_error_set(err, LM_EINPUT,
-                            "%s: A[%d,%d] = %g: counts must be finite", who,
-                            i, k, A[(size_t)i * n + k]);
+                            "%s: A[%d,%d] = %g: counts must be finite", who, i,
+                            k, A[(size_t)i * n + k]);
     if (!isfinite(b[i]))
       return lm_error_set(err, LM_EINPUT,
-                          "%s: b[%d] = %g: times must be finite", who, i,
-                          b[i]);
+                          "%s: b[%d] = %g: times must be finite", who, i, b[i]);
     if (w && !(w[i] >= 0 && isfinite(w[i])))
       return lm_error_set(err, LM_EINPUT,
                           "%s: w[%d] = %g: weights must be finite and >= 0",
@@ -163,16 +161,15 @@ static lm_status lm_nnls_load(lm_nnls_ws *ws, const double *A, const double *b,
 static void lm_nnls_gradient(lm_nnls_ws *ws) {
   int m = ws->m, n = ws->n;
   memcpy(ws->r, ws->bw, (size_t)m * sizeof(double));
-  cblas_dgemv(CblasColMajor, CblasNoTrans, m, n, -1.0, ws->as, m, ws->y, 1,
-              1.0, ws->r, 1);
+  cblas_dgemv(CblasColMajor, CblasNoTrans, m, n, -1.0, ws->as, m, ws->y, 1, 1.0,
+              ws->r, 1);
   cblas_dgemv(CblasColMajor, CblasTrans, m, n, 1.0, ws->as, m, ws->r, 1, 0.0,
               ws->g, 1);
 }
 
 /* s = the minimum-norm least-squares solution on the nf free columns
  * (0 elsewhere); *rank is their numerical rank. */
-static lm_status lm_nnls_ls(lm_nnls_ws *ws, int nf, int *rank,
-                            lm_error *err) {
+static lm_status lm_nnls_ls(lm_nnls_ws *ws, int nf, int *rank, lm_error *err) {
   int m = ws->m, n = ws->n;
   memset(ws->s, 0, (size_t)n * sizeof(double));
   *rank = 0;

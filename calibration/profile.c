@@ -55,12 +55,12 @@ struct lm_profile {
   lm_profile_diagnostics diag;
   lm_profile_loo *loo; /* bench owned */
   int nloo, caploo;
-  char *extra; /* compact JSON object, numbers exact */
+  char *extra;  /* compact JSON object, numbers exact */
   double *boot; /* [nboot][nterms] */
   int nboot;
 };
 
-/* ---- values and their checks ------------------------------------------- */
+/* ---- values and their checks --------------------------------------------- */
 
 typedef enum Want {
   WANT_NONNEG,    /* finite and >= 0 */
@@ -120,7 +120,10 @@ static bool same_double(double a, double b) {
 }
 
 static const char *join(char *buf, const char *base, const char *field) {
-  snprintf(buf, PATH_LEN, "%s%s%s", base, *base ? "." : "", field);
+  /* a path longer than PATH_LEN is cut: it only ever names a field in a
+   * message */
+  if (snprintf(buf, PATH_LEN, "%s%s%s", base, *base ? "." : "", field) >= PATH_LEN)
+    buf[PATH_LEN - 1] = 0;
   return buf;
 }
 
@@ -208,8 +211,8 @@ static bool created_ok(const char *s) {
   return h <= 23 && mi <= 59 && se <= 60; /* 60: a leap second */
 }
 
-static lm_status check_created(const char *pre, const char *path,
-                               const char *s, lm_error *err) {
+static lm_status check_created(const char *pre, const char *path, const char *s,
+                               lm_error *err) {
   if (s && created_ok(s))
     return LM_OK;
   return lm_error_set(err, LM_EINPUT,
@@ -281,9 +284,8 @@ static lm_status check_term(const lm_profile *p, int at,
   }
   if (!(t->lo <= t->hi)) {
     fmt_double(t->lo, a), fmt_double(t->hi, b);
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s: expected lo <= hi, got %s, %s", pre, path, a,
-                        b);
+    return lm_error_set(err, LM_EINPUT, "%s: %s: expected lo <= hi, got %s, %s",
+                        pre, path, a, b);
   }
   for (int j = 0; j < p->nterms; j++)
     if (j != at && strcmp(p->terms[j].name, t->name) == 0)
@@ -328,8 +330,8 @@ static lm_status check_diagnostics(const lm_profile *p,
                                    const lm_profile_diagnostics *d,
                                    const char *pre, lm_error *err) {
   lm_status s;
-  if ((s = check_num(pre, "diagnostics.condition", d->condition,
-                     WANT_CONDITION, err)) ||
+  if ((s = check_num(pre, "diagnostics.condition", d->condition, WANT_CONDITION,
+                     err)) ||
       (s = check_num(pre, "diagnostics.rms_rel_err", d->rms_rel_err,
                      WANT_NONNEG, err)))
     return s;
@@ -341,8 +343,7 @@ static lm_status check_diagnostics(const lm_profile *p,
   return LM_OK;
 }
 
-/* ---- the object ----------------------------------------------------------
- */
+/* ---- the object ---------------------------------------------------------- */
 
 static bool grow(void **v, int *cap, int need, size_t elem) {
   if (need <= *cap)
@@ -423,25 +424,29 @@ static bool same_doubles(const double *a, const double *b, size_t n) {
   return n == 0 || memcmp(a, b, n * sizeof *a) == 0;
 }
 
+static bool same_text(const char *a, const char *b) {
+  return strcmp(a, b) == 0;
+}
+
 bool lm_profile_equal(const lm_profile *a, const lm_profile *b) {
-  if (strcmp(a->isa, b->isa) || a->mode != b->mode ||
-      strcmp(a->units, b->units) || strcmp(a->created, b->created) ||
+  if (!same_text(a->isa, b->isa) || a->mode != b->mode ||
+      !same_text(a->units, b->units) || !same_text(a->created, b->created) ||
       !lm_fingerprint_equal(&a->fp, &b->fp) || a->nterms != b->nterms ||
       a->nsamples != b->nsamples || a->nloo != b->nloo ||
-      a->nboot != b->nboot || strcmp(a->extra, b->extra))
+      a->nboot != b->nboot || !same_text(a->extra, b->extra))
     return false;
   for (int i = 0; i < a->nterms; i++) {
     const lm_profile_term *s = &a->terms[i], *t = &b->terms[i];
     const double x[6] = {s->coef, s->p5, s->p50, s->p95, s->lo, s->hi};
     const double y[6] = {t->coef, t->p5, t->p50, t->p95, t->lo, t->hi};
-    if (strcmp(s->name, t->name) || strcmp(s->unit, t->unit) ||
+    if (!same_text(s->name, t->name) || !same_text(s->unit, t->unit) ||
         s->flagged != t->flagged || !same_doubles(x, y, 6))
       return false;
   }
   size_t nt = (size_t)a->nterms;
   for (int i = 0; i < a->nsamples; i++) {
     const lm_profile_sample *s = &a->samples[i], *t = &b->samples[i];
-    if (strcmp(s->bench, t->bench) || strcmp(s->family, t->family) ||
+    if (!same_text(s->bench, t->bench) || !same_text(s->family, t->family) ||
         !same_doubles(s->features, t->features, nt) ||
         !same_double(s->ns, t->ns) || !same_double(s->min, t->min) ||
         !same_double(s->spread, t->spread) || s->reps != t->reps)
@@ -453,7 +458,7 @@ bool lm_profile_equal(const lm_profile *a, const lm_profile *b) {
       !same_double(a->diag.rms_rel_err, b->diag.rms_rel_err))
     return false;
   for (int i = 0; i < a->nloo; i++)
-    if (strcmp(a->loo[i].bench, b->loo[i].bench) ||
+    if (!same_text(a->loo[i].bench, b->loo[i].bench) ||
         !same_double(a->loo[i].rel_err, b->loo[i].rel_err))
       return false;
   return same_doubles(a->boot, b->boot, (size_t)a->nboot * nt);
@@ -668,8 +673,7 @@ static lm_status loo_add(lm_profile *p, const char *bench, double rel_err,
   snprintf(path, sizeof path, "diagnostics.loo[%d]", p->nloo);
   lm_status s;
   if ((s = check_text(pre, join(f, path, "bench"), bench, err)) ||
-      (s = check_num(pre, join(f, path, "rel_err"), rel_err, WANT_NONNEG,
-                     err)))
+      (s = check_num(pre, join(f, path, "rel_err"), rel_err, WANT_NONNEG, err)))
     return s;
   bool known = false;
   for (int i = 0; i < p->nsamples && !known; i++)
@@ -765,8 +769,8 @@ static lm_status bootstrap_set(lm_profile *p, const double *coefs, int b,
                                const char *pre, lm_error *err) {
   if (b < 0 || (b > 0 && !coefs))
     return lm_error_set(err, LM_EINPUT,
-                        "%s: bootstrap: expected b >= 0 rows, got %d%s", pre,
-                        b, b > 0 ? " and no values" : "");
+                        "%s: bootstrap: expected b >= 0 rows, got %d%s", pre, b,
+                        b > 0 ? " and no values" : "");
   size_t nt = (size_t)p->nterms;
   for (int r = 0; r < b; r++)
     for (size_t k = 0; k < nt; k++) {
@@ -799,8 +803,7 @@ const double *lm_profile_get_bootstrap(const lm_profile *p, int *b) {
   return p->nboot > 0 ? p->boot : NULL;
 }
 
-/* ---- writing -------------------------------------------------------------
- */
+/* ---- writing ------------------------------------------------------------- */
 
 /* Building a cJSON tree: any failed allocation sets oom, and the caller
  * checks once at the end. */
@@ -808,8 +811,7 @@ typedef struct Wr {
   bool oom;
 } Wr;
 
-static cJSON *wnum(Wr *w, double v) {
-  (void)w;
+static cJSON *wnum(double v) {
   char text[40];
   if (!isfinite(v))
     return cJSON_CreateNull(); /* only an infinite condition number */
@@ -844,7 +846,7 @@ static cJSON *push(Wr *w, cJSON *arr, cJSON *item) {
 static cJSON *wnums(Wr *w, const double *v, size_t n) {
   cJSON *a = cJSON_CreateArray();
   for (size_t i = 0; a && i < n; i++)
-    push(w, a, wnum(w, v[i]));
+    push(w, a, wnum(v[i]));
   return a;
 }
 
@@ -867,12 +869,12 @@ static void write_terms(Wr *w, cJSON *root, const lm_profile *p) {
     cJSON *o = push(w, a, cJSON_CreateObject());
     add(w, o, "name", cJSON_CreateString(t->name));
     add(w, o, "unit", cJSON_CreateString(t->unit));
-    add(w, o, "coef", wnum(w, t->coef));
-    add(w, o, "p5", wnum(w, t->p5));
-    add(w, o, "p50", wnum(w, t->p50));
-    add(w, o, "p95", wnum(w, t->p95));
-    add(w, o, "lo", wnum(w, t->lo));
-    add(w, o, "hi", wnum(w, t->hi));
+    add(w, o, "coef", wnum(t->coef));
+    add(w, o, "p5", wnum(t->p5));
+    add(w, o, "p50", wnum(t->p50));
+    add(w, o, "p95", wnum(t->p95));
+    add(w, o, "lo", wnum(t->lo));
+    add(w, o, "hi", wnum(t->hi));
     add(w, o, "flagged", cJSON_CreateBool(t->flagged));
   }
 }
@@ -885,9 +887,9 @@ static void write_samples(Wr *w, cJSON *root, const lm_profile *p) {
     add(w, o, "bench", cJSON_CreateString(s->bench));
     add(w, o, "family", cJSON_CreateString(s->family));
     add(w, o, "features", wnums(w, s->features, (size_t)p->nterms));
-    add(w, o, "ns", wnum(w, s->ns));
-    add(w, o, "min", wnum(w, s->min));
-    add(w, o, "spread", wnum(w, s->spread));
+    add(w, o, "ns", wnum(s->ns));
+    add(w, o, "min", wnum(s->min));
+    add(w, o, "spread", wnum(s->spread));
     add(w, o, "reps", wint(s->reps));
   }
   add(w, root, "residuals", wnums(w, p->residuals, (size_t)p->nsamples));
@@ -895,14 +897,14 @@ static void write_samples(Wr *w, cJSON *root, const lm_profile *p) {
 
 static void write_diagnostics(Wr *w, cJSON *root, const lm_profile *p) {
   cJSON *o = add(w, root, "diagnostics", cJSON_CreateObject());
-  add(w, o, "condition", wnum(w, p->diag.condition));
+  add(w, o, "condition", wnum(p->diag.condition));
   add(w, o, "rank", wint(p->diag.rank));
-  add(w, o, "rms_rel_err", wnum(w, p->diag.rms_rel_err));
+  add(w, o, "rms_rel_err", wnum(p->diag.rms_rel_err));
   cJSON *a = add(w, o, "loo", cJSON_CreateArray());
   for (int i = 0; i < p->nloo; i++) {
     cJSON *l = push(w, a, cJSON_CreateObject());
     add(w, l, "bench", cJSON_CreateString(p->loo[i].bench));
-    add(w, l, "rel_err", wnum(w, p->loo[i].rel_err));
+    add(w, l, "rel_err", wnum(p->loo[i].rel_err));
   }
   /* the stored text is exact already; exactify again after parsing */
   cJSON *x = cJSON_Parse(p->extra);
@@ -976,8 +978,7 @@ lm_status lm_profile_save(const lm_profile *p, const char *path,
   return s;
 }
 
-/* ---- reading -------------------------------------------------------------
- */
+/* ---- reading ------------------------------------------------------------- */
 
 typedef struct Rd {
   const char *file;
@@ -995,8 +996,9 @@ static void describe(const cJSON *j, char *buf, size_t n) {
   else if (cJSON_IsNumber(j)) {
     char t[40];
     fmt_double(j->valuedouble, t);
-    snprintf(buf, n, "%s%s", t,
-             isinf(j->valuedouble) ? " (out of the range of a double)" : "");
+    if (snprintf(buf, n, "%s%s", t,
+                 isinf(j->valuedouble) ? " (out of the range of a double)" : "") >= (int)n)
+      buf[n - 1] = 0; /* a message fragment: cutting it is harmless */
   } else if (cJSON_IsString(j)) {
     /* enough to recognise the value; control bytes would garble a
      * terminal */
@@ -1020,13 +1022,12 @@ static void describe(const cJSON *j, char *buf, size_t n) {
 static lm_status rd_bad(Rd *r, const char *path, const char *expect,
                         const cJSON *j) {
   if (!j)
-    return lm_error_set(r->err, LM_EINPUT,
-                        "%s: %s: missing field, expected %s", r->file, path,
-                        expect);
+    return lm_error_set(r->err, LM_EINPUT, "%s: %s: missing field, expected %s",
+                        r->file, path, expect);
   char got[64];
   describe(j, got, sizeof got);
-  return lm_error_set(r->err, LM_EINPUT, "%s: %s: expected %s, got %s",
-                      r->file, path, expect, got);
+  return lm_error_set(r->err, LM_EINPUT, "%s: %s: expected %s, got %s", r->file,
+                      path, expect, got);
 }
 
 /* obj's member `key` (NULL if absent), with its path.  A key given twice
@@ -1120,8 +1121,8 @@ static lm_status rd_int(Rd *r, const cJSON *obj, const char *opath,
   if (hi >= INT_MAX)
     snprintf(expect, sizeof expect, "an integer >= %" PRId64, lo);
   else
-    snprintf(expect, sizeof expect, "an integer from %" PRId64 " to %" PRId64
-                                    "%s", lo, hi, why);
+    snprintf(expect, sizeof expect,
+             "an integer from %" PRId64 " to %" PRId64 "%s", lo, hi, why);
   double v = cJSON_IsNumber(j) ? j->valuedouble : NAN;
   if (!(v >= (double)lo && v <= (double)hi && v == floor(v)))
     return rd_bad(r, path, expect, j);
@@ -1203,15 +1204,15 @@ static lm_status rd_schema(Rd *r, const cJSON *root,
 static lm_status rd_fingerprint(Rd *r, const cJSON *root, lm_fingerprint *fp) {
   const char *o = "fingerprint";
   const cJSON *j;
-  const char *hash, *name, *features, *llvm;
-  int64_t v[4], cores;
+  const char *hash = NULL, *name = NULL, *features = NULL, *llvm = NULL;
+  int64_t v[3] = {0}, cores = 0;
   lm_status s;
   if ((s = rd_object(r, root, "", o, &j)) ||
       (s = rd_string(r, j, o, "hash", sizeof fp->hash - 1, false, &hash)) ||
       (s = rd_string(r, j, o, "cpu_name", sizeof fp->cpu_name - 1, false,
                      &name)) ||
-      (s = rd_string(r, j, o, "cpu_features", sizeof fp->cpu_features - 1,
-                     true, &features)) ||
+      (s = rd_string(r, j, o, "cpu_features", sizeof fp->cpu_features - 1, true,
+                     &features)) ||
       (s = rd_string(r, j, o, "llvm_version", sizeof fp->llvm_version - 1,
                      false, &llvm)) ||
       (s = rd_int(r, j, o, "l1d_bytes", 0, INT53_MAX, "", &v[0])) ||
@@ -1243,7 +1244,7 @@ static lm_status rd_terms(Rd *r, const cJSON *root, lm_profile *p) {
   for (const cJSON *c = a ? a->child : NULL; !s && c; c = c->next, i++) {
     char path[PATH_LEN];
     snprintf(path, sizeof path, "terms[%d]", i);
-    lm_profile_term t;
+    lm_profile_term t = {0};
     (void)((s = rd_element(r, c, path)) ||
            (s = rd_string(r, c, path, "name", 0, false, &t.name)) ||
            (s = rd_string(r, c, path, "unit", 0, false, &t.unit)) ||
@@ -1294,8 +1295,8 @@ static lm_status rd_samples(Rd *r, const cJSON *root, lm_profile *p) {
   double *res = malloc((size_t)(p->nsamples ? p->nsamples : 1) * sizeof *res);
   if (!res)
     return oom(r->file, r->err);
-  (void)((s = rd_numbers(r, a, "residuals", p->nsamples, "sample",
-                         WANT_FINITE, res)) ||
+  (void)((s = rd_numbers(r, a, "residuals", p->nsamples, "sample", WANT_FINITE,
+                         res)) ||
          (s = residuals_set(p, res, p->nsamples, r->file, r->err)));
   free(res);
   return s;
@@ -1307,11 +1308,10 @@ static lm_status rd_diagnostics(Rd *r, const cJSON *root, lm_profile *p) {
   lm_profile_diagnostics g;
   int64_t rank;
   lm_status s;
-  char why[64];
-  snprintf(why, sizeof why, " (the number of terms)");
   if ((s = rd_object(r, root, "", o, &d)) ||
       (s = rd_number(r, d, o, "condition", WANT_CONDITION, &g.condition)) ||
-      (s = rd_int(r, d, o, "rank", 0, p->nterms, why, &rank)) ||
+      (s = rd_int(r, d, o, "rank", 0, p->nterms, " (the number of terms)",
+                  &rank)) ||
       (s = rd_number(r, d, o, "rms_rel_err", WANT_NONNEG, &g.rms_rel_err)))
     return s;
   g.rank = (int)rank;
@@ -1365,7 +1365,7 @@ static lm_status rd_bootstrap(Rd *r, const cJSON *root, lm_profile *p) {
 
 static lm_status rd_profile(Rd *r, const cJSON *root, lm_profile **out,
                             lm_profile_load_info *info) {
-  const char *isa, *mode, *units, *created;
+  const char *isa = NULL, *mode = NULL, *units = NULL, *created = NULL;
   lm_profile_mode m = LM_PROFILE_DEFAULT;
   lm_status s;
   if ((s = rd_schema(r, root, info)) ||
@@ -1386,11 +1386,10 @@ static lm_status rd_profile(Rd *r, const cJSON *root, lm_profile **out,
   if (!p)
     return r->err ? r->err->status : LM_ESYS;
   strcpy(p->created, created);
-  lm_fingerprint fp;
   (void)((s = replace_text(&p->units, units, r->file, r->err)) ||
-         (s = rd_fingerprint(r, root, &fp)) ||
-         (p->fp = fp, s = rd_terms(r, root, p)) || (s = rd_samples(r, root, p)) ||
-         (s = rd_diagnostics(r, root, p)) || (s = rd_bootstrap(r, root, p)));
+         (s = rd_fingerprint(r, root, &p->fp)) || (s = rd_terms(r, root, p)) ||
+         (s = rd_samples(r, root, p)) || (s = rd_diagnostics(r, root, p)) ||
+         (s = rd_bootstrap(r, root, p)));
   if (s) {
     lm_profile_free(p);
     return s;
@@ -1432,8 +1431,7 @@ static lm_status parse_json(const char *name, const char *text, size_t n,
     last--;
   if (last == 0)
     return lm_error_set(err, LM_EINPUT,
-                        "%s: empty file, expected a JSON profile object",
-                        name);
+                        "%s: empty file, expected a JSON profile object", name);
   const char *end = NULL;
   *out = cJSON_ParseWithLengthOpts(text, n, &end, false);
   size_t at = end && end >= text && end <= text + n ? (size_t)(end - text) : 0;
@@ -1474,8 +1472,8 @@ static void check_host(const char *name, const lm_profile *p,
   }
   info->fingerprint_checked = true;
   char diff[1400];
-  info->fingerprint_diffs = lm_fingerprint_diff(&p->fp, &host, diff,
-                                                sizeof diff);
+  info->fingerprint_diffs =
+      lm_fingerprint_diff(&p->fp, &host, diff, sizeof diff);
   if (info->fingerprint_diffs > 0)
     snprintf(info->warning, sizeof info->warning,
              "%.300s: calibrated on another machine; fingerprint fields that "
@@ -1486,8 +1484,7 @@ static void check_host(const char *name, const lm_profile *p,
 
 lm_status lm_profile_from_json_text(const char *name, const char *text,
                                     size_t n, lm_profile **out,
-                                    lm_profile_load_info *info,
-                                    lm_error *err) {
+                                    lm_profile_load_info *info, lm_error *err) {
   *out = NULL;
   if (info)
     memset(info, 0, sizeof *info);
@@ -1496,15 +1493,13 @@ lm_status lm_profile_from_json_text(const char *name, const char *text,
   if (s)
     return s;
   Rd r = {name, err};
-  if (!cJSON_IsObject(root))
-  {
+  if (!cJSON_IsObject(root)) {
     char got[64];
     describe(root, got, sizeof got);
     s = lm_error_set(err, LM_EINPUT,
                      "%s: expected a JSON object at the top level, got %s",
                      name, got);
-  }
-  else
+  } else
     s = rd_profile(&r, root, out, info);
   cJSON_Delete(root);
   if (s == LM_OK && info)
@@ -1527,8 +1522,7 @@ lm_status lm_profile_load(const char *path, lm_profile **out,
   return s;
 }
 
-/* ---- cache ---------------------------------------------------------------
- */
+/* ---- cache --------------------------------------------------------------- */
 
 /* mkdir -p, then make sure dir is a directory. */
 static lm_status make_dirs(char *dir, lm_error *err) {

@@ -284,21 +284,26 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
   int blockmode = c.L == 1 && v->glob == LM_GLOB_TRANSPOSE;
   int per = blockmode ? c.W : c.U;
   double minlen = rows ? (c.G == 1 ? len : 0) : (double)N;
-  double main_steps = floor(floor(minlen / c.L) / per) * per;
-  double tail_steps = S - main_steps;
+  double full_steps = floor(minlen / c.L);
+  double main_steps = floor(full_steps / per) * per;
+  double rest_steps = full_steps - main_steps;
+  double tail_steps = S - full_steps;
   double *n = out->n;
   for (int l = 0; l < k->nloops; l++) {
     c.loop = l;
-    double mainc[LM_T__COUNT] = {0}, tailc[LM_T__COUNT] = {0};
+    double mainc[LM_T__COUNT] = {0}, restc[LM_T__COUNT] = {0}, tailc[LM_T__COUNT] = {0};
     c.mode = c.L == c.W ? MODE_CONTIG : blockmode ? MODE_BLOCK
              : v->glob == LM_GLOB_TRANSPOSE ? MODE_SEG : MODE_GATHER;
     c.masked = 0;
     step_cost(&c, mainc);
+    if (blockmode)
+      c.mode = MODE_GATHER;
+    step_cost(&c, restc);
     c.mode = c.L == c.W ? MODE_CONTIG : MODE_GATHER;
     c.masked = 1;
     step_cost(&c, tailc);
     for (int t = 0; t < LM_T__COUNT; t++)
-      n[t] += Pf * (main_steps * mainc[t] + tail_steps * tailc[t]) +
+      n[t] += Pf * (main_steps * mainc[t] + rest_steps * restc[t] + tail_steps * tailc[t]) +
               (P - Pf) * S * tailc[t];
     /* reduction finalisation per packet */
     for (int i = 0; i < k->nnodes; i++) {
@@ -309,7 +314,7 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
       }
     }
   }
-  out->steps_main = Pf * main_steps * k->nloops;
+  out->steps_main = Pf * full_steps * k->nloops;
   out->steps_tail = (Pf * tail_steps + (P - Pf) * S) * k->nloops;
   out->packets = P;
   /* per-packet uniforms and per-row stores */

@@ -387,3 +387,7 @@ Test(verify, catches_guard_overruns_and_tolerance_misses) {
   lm_data_free(d);
   lm_kernel_free(k);
 }
+
+Test(backend, math_on_f64_tiles_in_f32_kernels_splits_or_pads_the_calls) {
+  check_all("tests/kernels/f64_math_in_f32.lk", NULL);
+}

@@ -37,8 +37,8 @@ static void bench_design(uint64_t seed, int m, int n, double *A) {
   uint64_t s = seed;
   for (int i = 0; i < m; i++)
     for (int k = 0; k < n; k++)
-      A[i * n + k] = k == i % n ? 1e3 * pow(100, rng_unif(&s))
-                                : 50 * rng_unif(&s);
+      A[i * n + k] =
+          k == i % n ? 1e3 * pow(100, rng_unif(&s)) : 50 * rng_unif(&s);
 }
 
 /* b = A θ (1 + noise·ε), ε standard normal; w = 1/(noise·b)^2 (or 1 when
@@ -141,7 +141,8 @@ static double brute_nnls(int m, int n, const double *A, const double *b,
   return fbest;
 }
 
-/* ---- NNLS ------------------------------------------------------------------ */
+/* ---- NNLS ------------------------------------------------------------------
+ */
 
 Test(nnls, matches_brute_force_enumeration_of_active_sets) {
   uint64_t s = 42;
@@ -157,14 +158,13 @@ Test(nnls, matches_brute_force_enumeration_of_active_sets) {
     }
     lm_fit_info info;
     lm_error err = {0};
-    cr_assert_eq(lm_nnls(m, n, A, b, w, x, &info, &err), LM_OK, "%s",
-                 err.msg);
+    cr_assert_eq(lm_nnls(m, n, A, b, w, x, &info, &err), LM_OK, "%s", err.msg);
     double fb = brute_nnls(m, n, A, b, w, xb);
     double f = objective(m, n, A, b, w, x);
     double bn = objective(m, n, A, b, w, (double[5]){0});
     cr_assert_leq(fabs(f - fb), 1e-10 * bn + 1e-300,
-                  "trial %d (%dx%d): objective %.17g, brute force %.17g",
-                  trial, m, n, f, fb);
+                  "trial %d (%dx%d): objective %.17g, brute force %.17g", trial,
+                  m, n, f, fb);
     /* KKT: x >= 0; the gradient vanishes on free and is <= 0 on held
      * coefficients. */
     for (int k = 0; k < n; k++) {
@@ -179,11 +179,10 @@ Test(nnls, matches_brute_force_enumeration_of_active_sets) {
       double tol = 1e-9 * sqrt(an * bn);
       cr_assert_geq(x[k], 0.0);
       if (x[k] > 0)
-        cr_assert_leq(fabs(g), tol, "trial %d: free x[%d], gradient %g",
-                      trial, k, g);
+        cr_assert_leq(fabs(g), tol, "trial %d: free x[%d], gradient %g", trial,
+                      k, g);
       else
-        cr_assert_leq(g, tol, "trial %d: held x[%d], gradient %g", trial, k,
-                      g);
+        cr_assert_leq(g, tol, "trial %d: held x[%d], gradient %g", trial, k, g);
       with_zeros += x[k] == 0;
     }
     if (m >= n) { /* full column rank: the optimum is unique */
@@ -220,8 +219,7 @@ Test(nnls, holds_at_zero_a_column_that_wants_to_be_negative) {
   bench_times(1, M, N, A, theta, 0, b, NULL);
   lm_fit_info info;
   lm_error err = {0};
-  cr_assert_eq(lm_nnls(M, N, A, b, NULL, x, &info, &err), LM_OK, "%s",
-               err.msg);
+  cr_assert_eq(lm_nnls(M, N, A, b, NULL, x, &info, &err), LM_OK, "%s", err.msg);
   cr_assert_eq(x[2], 0.0, "x[2] = %g", x[2]);
   cr_assert_gt(x[0], 0.0);
   cr_assert_gt(x[1], 0.0);
@@ -246,21 +244,21 @@ Test(nnls, survives_zero_duplicate_and_surplus_columns) {
   /* 3 rows, 6 columns: one zero, two copies of another, more columns than
    * rows.  Exact data from the first two columns. */
   enum { M = 3, N = 6 };
-  double A[M * N] = {1, 2, 0, 1, 1, 3, /**/ 2, 1, 0, 2, 2, 1,
+  double A[M * N] = {1,      2, 0, 1, 1, 3, /**/ 2, 1, 0, 2, 2, 1,
                      /**/ 3, 5, 0, 3, 3, 2};
   double b[M], x[N];
   for (int i = 0; i < M; i++)
     b[i] = 2 * A[i * N] + 1 * A[i * N + 1];
   lm_fit_info info;
   lm_error err = {0};
-  cr_assert_eq(lm_nnls(M, N, A, b, NULL, x, &info, &err), LM_OK, "%s",
-               err.msg);
+  cr_assert_eq(lm_nnls(M, N, A, b, NULL, x, &info, &err), LM_OK, "%s", err.msg);
   cr_assert_eq(x[2], 0.0, "zero column got %g", x[2]);
   cr_assert_leq(info.rnorm, 1e-12 * 20, "rnorm %g", info.rnorm);
   cr_assert_leq(info.rank, M);
 }
 
-/* ---- robust fit ------------------------------------------------------------ */
+/* ---- robust fit ------------------------------------------------------------
+ */
 
 static lm_fit_opts quiet_opts(void) {
   lm_fit_opts o;
@@ -347,7 +345,8 @@ Test(fit, huber_recovers_truth_with_10pct_gross_outliers_where_nnls_does_not) {
   lm_fit_result_free(&r);
 }
 
-/* ---- conditioning and rank ------------------------------------------------- */
+/* ---- conditioning and rank -------------------------------------------------
+ */
 
 Test(fit, condition_number_is_one_for_orthonormal_columns_whatever_units) {
   /* Columns 0..3 of the 8x8 Sylvester-Hadamard matrix are orthogonal;
@@ -430,7 +429,8 @@ Test(fit, more_coefficients_than_rows_is_rank_deficient_not_an_error) {
   lm_fit_result_free(&r);
 }
 
-/* ---- leave-one-out ----------------------------------------------------------- */
+/* ---- leave-one-out
+ * ----------------------------------------------------------- */
 
 Test(fit, loo_error_is_small_on_exact_data_by_row_and_by_group) {
   enum { M = 24, N = 3 };
@@ -457,7 +457,8 @@ Test(fit, loo_error_is_small_on_exact_data_by_row_and_by_group) {
 
 Test(fit, leave_one_benchmark_out_exposes_a_term_only_one_benchmark_measures) {
   /* Feature 2 occurs only in benchmark 5's rows: the fit is exact, but
-   * without benchmark 5 nothing determines θ_2 and its rows are mispredicted. */
+   * without benchmark 5 nothing determines θ_2 and its rows are mispredicted.
+   */
   enum { M = 18, N = 3 };
   double A[M * N], b[M];
   int group[M];
@@ -485,7 +486,8 @@ Test(fit, leave_one_benchmark_out_exposes_a_term_only_one_benchmark_measures) {
   lm_fit_result_free(&r);
 }
 
-/* ---- bootstrap ---------------------------------------------------------------- */
+/* ---- bootstrap
+ * ---------------------------------------------------------------- */
 
 static void fit_noisy(double noise, uint64_t seed, const int *group,
                       lm_fit_result *r) {
@@ -538,8 +540,8 @@ Test(fit, bootstrap_spread_grows_with_noise) {
   lm_fit_result_free(&hi);
 }
 
-Test(fit, bootstrap_by_group_resamples_whole_benchmarks) {
-  /* With one group per row the group bootstrap is the row bootstrap. */
+Test(fit, group_bootstrap_with_one_row_per_group_is_the_row_bootstrap) {
+  /* Groups of one row: resampling groups draws exactly the same rows. */
   int group[40];
   for (int i = 0; i < 40; i++)
     group[i] = i;
@@ -551,7 +553,8 @@ Test(fit, bootstrap_by_group_resamples_whole_benchmarks) {
   lm_fit_result_free(&groups);
 }
 
-/* ---- plausibility --------------------------------------------------------------- */
+/* ---- plausibility
+ * --------------------------------------------------------------- */
 
 Test(fit, plausibility_flags_coefficients_outside_their_ranges) {
   enum { M = 30, N = 3 };
@@ -576,21 +579,21 @@ Test(fit, plausibility_flags_coefficients_outside_their_ranges) {
   lm_fit_result_free(&r);
 }
 
-/* ---- failures --------------------------------------------------------------------- */
+/* ---- failures
+ * --------------------------------------------------------------------- */
 
 static void expect_nnls_einput(int m, int n, const double *A, const double *b,
                                const double *w, const char *needle) {
   double x[4];
   lm_error err = {0};
-  cr_assert_eq(lm_nnls(m, n, A, b, w, x, NULL, &err), LM_EINPUT, "%s",
-               needle);
+  cr_assert_eq(lm_nnls(m, n, A, b, w, x, NULL, &err), LM_EINPUT, "%s", needle);
   cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg,
             needle);
 }
 
 static void expect_fit_einput(const lm_fit_opts *o, int m, int n,
-                              const double *A, const double *b,
-                              const double *w, const char *needle) {
+                              const double *A, const double *b, const double *w,
+                              const char *needle) {
   lm_fit_result r;
   lm_error err = {0};
   cr_assert_eq(lm_fit(o, m, n, A, b, w, &r, &err), LM_EINPUT, "%s", needle);

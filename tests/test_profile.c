@@ -40,7 +40,7 @@ static uint64_t bits(double x) {
 }
 
 #define EXPECT_BITS(a, b)                                                      \
-  cr_expect_eq(bits(a), bits(b), "%s: %.17g != %.17g", #a, (double)(a),       \
+  cr_expect_eq(bits(a), bits(b), "%s: %.17g != %.17g", #a, (double)(a),        \
                (double)(b))
 
 static void make_tmpdir(char *dir) {
@@ -95,8 +95,12 @@ static lm_profile *rich_profile(const lm_fingerprint *fp) {
   double f[3][3] = {{1e300, 0, 7}, {1.0 / 7, 2.0 / 7, 0}, {0, 0, 1}};
   const char *bench[3] = {"load_l1", "gather_f32", "forkjoin_2"};
   for (int i = 0; i < 3; i++) {
-    lm_profile_sample s = {bench[i], i == 2 ? "dispatch" : "memory", f[i],
-                           2.0 / 3 + i, 0.6 + i, 0.01 * (i + 1),
+    lm_profile_sample s = {bench[i],
+                           i == 2 ? "dispatch" : "memory",
+                           f[i],
+                           2.0 / 3 + i,
+                           0.6 + i,
+                           0.01 * (i + 1),
                            (INT64_C(1) << 52) + i};
     cr_assert_eq(lm_profile_add_sample(p, &s, &err), LM_OK, "%s", err.msg);
   }
@@ -200,7 +204,7 @@ static lm_profile *load_ok(const char *path, lm_profile_load_info *info) {
   return p;
 }
 
-/* ---- round trip -------------------------------------------------------- */
+/* ---- round trip ---------------------------------------------------------- */
 
 Test(profile, save_then_load_keeps_every_field_bit_for_bit) {
   char dir[64], path[128];
@@ -260,7 +264,7 @@ Test(profile, random_doubles_come_back_exactly) {
   uint64_t x = 0x9e3779b97f4a7c15u;
   for (int i = 0; i < B * NT;) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
-    uint64_t u = x & ~(UINT64_C(1) << 63);  /* non-negative */
+    uint64_t u = x & ~(UINT64_C(1) << 63);   /* non-negative */
     double d;
     memcpy(&d, &u, sizeof d);
     if (isfinite(d))
@@ -270,9 +274,9 @@ Test(profile, random_doubles_come_back_exactly) {
   char *text;
   cr_assert_eq(lm_profile_to_json_text(p, &text, &err), LM_OK, "%s", err.msg);
   lm_profile *q = NULL;
-  cr_assert_eq(lm_profile_from_json_text("mem", text, strlen(text), &q, NULL,
-                                         &err),
-               LM_OK, "%s", err.msg);
+  cr_assert_eq(
+      lm_profile_from_json_text("mem", text, strlen(text), &q, NULL, &err),
+      LM_OK, "%s", err.msg);
   int b;
   const double *w = lm_profile_get_bootstrap(q, &b);
   cr_assert_eq(b, B);
@@ -326,7 +330,7 @@ Test(profile, saved_file_is_pretty_json_with_the_schema_first) {
   lm_profile_free(p);
 }
 
-/* ---- atomic save ------------------------------------------------------- */
+/* ---- atomic save --------------------------------------------------------- */
 
 static int count_temp_files(const char *dir) {
   DIR *d = opendir(dir);
@@ -407,7 +411,7 @@ Test(profile, save_without_a_fingerprint_is_refused_and_writes_nothing) {
   rm_tree(dir);
 }
 
-/* ---- malformed files --------------------------------------------------- */
+/* ---- malformed files ----------------------------------------------------- */
 
 typedef struct golden_case {
   char name[96];
@@ -493,11 +497,10 @@ Test(profile, missing_file_is_bad_input_naming_the_file) {
   cr_expect_eq(lm_profile_load("/nonexistent/p.json", &p, NULL, &err),
                LM_EINPUT);
   cr_expect_null(p);
-  cr_expect(strncmp(err.msg, "/nonexistent/p.json: ", 21) == 0, "%s",
-            err.msg);
+  cr_expect(strncmp(err.msg, "/nonexistent/p.json: ", 21) == 0, "%s", err.msg);
 }
 
-/* ---- schema versions --------------------------------------------------- */
+/* ---- schema versions ----------------------------------------------------- */
 
 static char *replace(const char *s, const char *old, const char *new) {
   const char *at = strstr(s, old);
@@ -517,9 +520,9 @@ Test(profile, same_major_version_with_unknown_fields_loads_the_same) {
   lm_profile *want = load_ok(LANEMAP_SOURCE_DIR "/" EXAMPLE, NULL), *got;
   lm_profile_load_info info;
   lm_error err = {0};
-  cr_assert_eq(lm_profile_from_json_text("v1.4.json", d, strlen(d), &got,
-                                         &info, &err),
-               LM_OK, "%s", err.msg);
+  cr_assert_eq(
+      lm_profile_from_json_text("v1.4.json", d, strlen(d), &got, &info, &err),
+      LM_OK, "%s", err.msg);
   cr_expect_str_eq(info.schema, "lanemap.profile/1.4");
   expect_same(want, got);
   cr_expect(lm_profile_equal(want, got));
@@ -533,9 +536,9 @@ Test(profile, another_major_version_names_both_versions) {
   char *a = replace(text, "\"lanemap.profile/1\"", "\"lanemap.profile/3.1\"");
   lm_profile *p = NULL;
   lm_error err = {0};
-  cr_expect_eq(lm_profile_from_json_text("v3.json", a, strlen(a), &p, NULL,
-                                         &err),
-               LM_EINPUT);
+  cr_expect_eq(
+      lm_profile_from_json_text("v3.json", a, strlen(a), &p, NULL, &err),
+      LM_EINPUT);
   cr_expect_null(p);
   cr_expect_str_eq(err.msg, "v3.json: schema: lanemap.profile/3.1 is not "
                             "supported: this build reads lanemap.profile/1 "
@@ -544,7 +547,7 @@ Test(profile, another_major_version_names_both_versions) {
   free(a);
 }
 
-/* ---- setters ------------------------------------------------------------ */
+/* ---- setters ------------------------------------------------------------- */
 
 Test(profile, setters_reject_what_the_loader_would_reject) {
   lm_error err = {0};
@@ -604,7 +607,7 @@ Test(profile, mode_names_parse_back) {
   cr_expect_eq(lm_profile_mode_parse("fast", &got, NULL), LM_EINPUT);
 }
 
-/* ---- fingerprint ------------------------------------------------------- */
+/* ---- fingerprint --------------------------------------------------------- */
 
 Test(profile, host_fingerprint_is_filled) {
   lm_fingerprint fp = host_fingerprint();
@@ -641,13 +644,27 @@ Test(profile, hash_changes_with_every_field) {
   for (int field = 0; field < 7; field++) {
     lm_fingerprint fp = base;
     switch (field) {
-    case 0: strcat(fp.cpu_name, "x"); break;
-    case 1: strcat(fp.cpu_features, ",+zz"); break;
-    case 2: strcat(fp.llvm_version, "git"); break;
-    case 3: fp.l1d_bytes++; break;
-    case 4: fp.l2_bytes++; break;
-    case 5: fp.l3_bytes++; break;
-    case 6: fp.cores++; break;
+    case 0:
+      strcat(fp.cpu_name, "x");
+      break;
+    case 1:
+      strcat(fp.cpu_features, ",+zz");
+      break;
+    case 2:
+      strcat(fp.llvm_version, "git");
+      break;
+    case 3:
+      fp.l1d_bytes++;
+      break;
+    case 4:
+      fp.l2_bytes++;
+      break;
+    case 5:
+      fp.l3_bytes++;
+      break;
+    case 6:
+      fp.cores++;
+      break;
     }
     lm_fingerprint_rehash(&fp);
     cr_expect_str_neq(fp.hash, base.hash, "field %d", field);
@@ -694,15 +711,13 @@ Test(profile, profile_from_another_machine_loads_with_a_warning) {
   char name[160], l2[96];
   snprintf(name, sizeof name, "cpu_name (\"other-cpu\" -> \"%s\")",
            host.cpu_name);
-  snprintf(l2, sizeof l2, "l2_bytes (%" PRIu64 " -> %" PRIu64 ")",
-           fp.l2_bytes, host.l2_bytes);
+  snprintf(l2, sizeof l2, "l2_bytes (%" PRIu64 " -> %" PRIu64 ")", fp.l2_bytes,
+           host.l2_bytes);
   cr_expect_not_null(strstr(info.warning, name), "%s", info.warning);
   cr_expect_not_null(strstr(info.warning, l2), "%s", info.warning);
-  cr_expect_not_null(strstr(info.warning, "higher regret"), "%s",
-                     info.warning);
+  cr_expect_not_null(strstr(info.warning, "higher regret"), "%s", info.warning);
   cr_expect_null(strstr(info.warning, "cores"), "%s", info.warning);
-  cr_expect(strncmp(info.warning, path, strlen(path)) == 0, "%s",
-            info.warning);
+  cr_expect(strncmp(info.warning, path, strlen(path)) == 0, "%s", info.warning);
   lm_profile_free(p);
   lm_profile_free(q);
   rm_tree(dir);
@@ -726,7 +741,7 @@ Test(profile, profile_from_this_machine_loads_without_a_warning) {
   rm_tree(dir);
 }
 
-/* ---- cache path -------------------------------------------------------- */
+/* ---- cache path ---------------------------------------------------------- */
 
 static void expect_cache_path(const char *dir) {
   lm_fingerprint fp = host_fingerprint();
@@ -739,8 +754,7 @@ static void expect_cache_path(const char *dir) {
            fp.hash);
   cr_expect_str_eq(got, want);
   struct stat st;
-  cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "%s not created",
-            dir);
+  cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "%s not created", dir);
 }
 
 Test(profile, cache_path_honours_LANEMAP_CACHE_DIR_first) {
@@ -782,11 +796,11 @@ Test(profile, cache_path_rejects_an_isa_that_is_not_a_plain_name) {
   make_tmpdir(tmp);
   setenv("LANEMAP_CACHE_DIR", tmp, 1);
   lm_error err = {0};
-  cr_expect_eq(lm_profile_cache_path("../v4", LM_PROFILE_FULL, got,
-                                     sizeof got, &err),
-               LM_EINPUT);
-  cr_expect_eq(lm_profile_cache_path("x86-64-v4", LM_PROFILE_FULL, got, 8,
-                                     &err),
-               LM_EINPUT, "a buffer too small");
+  cr_expect_eq(
+      lm_profile_cache_path("../v4", LM_PROFILE_FULL, got, sizeof got, &err),
+      LM_EINPUT);
+  cr_expect_eq(
+      lm_profile_cache_path("x86-64-v4", LM_PROFILE_FULL, got, 8, &err),
+      LM_EINPUT, "a buffer too small");
   rm_tree(tmp);
 }

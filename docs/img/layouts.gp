@@ -88,27 +88,31 @@ plot NaN notitle
 unset object; unset label
 
 # ---- the [slot][lane] private array -----------------------------------------
-# lower.c slot_ptr: slot q of snapshot s starts at byte (s*nslots + q)*W*8,
-# so every slot is spaced for 8-byte elements; an f32 slot uses its first
-# W*4 bytes.  Drawn to scale, 0.4 units per 4 bytes.
+# lower.c slot_ptr: private array s has its own region of nslots*W*8 bytes
+# (room for the widest element) starting at s*nslots*W*8; inside it, lane l
+# of slot q is at (q*W + l)*size, so slot q is one aligned vector of W*size
+# bytes and consecutive slots are adjacent.  Drawn to scale, 0.5 units per
+# 4 bytes, up to the gap that stands for the rest of the region.
 set origin 0, 0; set size 1, 5.0/27.6
 set yrange [-3.2 : 1.8]
-set label "private array, [slot][lane] (W = 8, f32):  lane l of slot q at base + q*(W*8) + l*4 bytes; slot q is written at step q" \
+set label "private array, [slot][lane] (W = 8, f32):  lane l of slot q at region + (q*W + l)*4 bytes; slot q is written at step q" \
     at -2.4, 1.3 left font ",15"
-do for [q=0:2] {
-  x0 = q * 6.4
+do for [q=0:3] {
+  x0 = q * 4.0
   do for [l=0:W-1] {
-    set object rect from x0 + l*0.4, -1 to x0 + (l + 1)*0.4, 0 fc rgb (q % 2 == 0 ? "#c7e9c0" : "#74c476") fs solid 1 border lc rgb "#303030"
-    set label sprintf("%d", l) at x0 + l*0.4 + 0.2, -0.5 center font ",11"
+    set object rect from x0 + l*0.5, -1 to x0 + (l + 1)*0.5, 0 fc rgb (q % 2 == 0 ? "#c7e9c0" : "#74c476") fs solid 1 border lc rgb "#303030"
+    set label sprintf("%d", l) at x0 + l*0.5 + 0.25, -0.5 center font ",11"
   }
-  set object rect from x0 + 3.2, -1 to x0 + 6.4, 0 fc rgb "#eeeeee" fs solid 1 border lc rgb "#303030"
-  set label "unused 32 B" at x0 + 4.8, -0.5 center font ",11" tc rgb "#777777"
-  set label sprintf("slot %d (step %d)", q, q) at x0 + 1.6, 0.4 center font ",12"
-  set label sprintf("+%d B", q * 64) at x0, -1.45 center font ",11" tc rgb "#555555"
+  set label sprintf("slot %d (step %d)", q, q) at x0 + 2, 0.4 center font ",12"
+  set label sprintf("+%d B", q * 32) at x0, -1.45 center font ",11" tc rgb "#555555"
 }
-set label "+192 B: slot 3 ..." at 19.2, -1.45 left font ",11" tc rgb "#555555"
+set label "..." at 16.6, -0.5 center font ",14"
+set object rect from 17.2, -1 to 21.4, 0 fc rgb "#eeeeee" fs solid 1 border lc rgb "#303030"
+set label "rest of the region\n(room for 8-byte elements)" at 19.3, -0.5 center font ",10" tc rgb "#777777"
+set label "+nslots*W*4 B" at 17.2, -1.45 center font ",11" tc rgb "#555555"
+set label "next array: +nslots*W*8 B" at 21.4, -1.95 right font ",11" tc rgb "#555555"
 set label "lanes 0-7 of a slot are one aligned vector: priv=slot reads or writes it whole (inactive lanes: zero on read, old value blended in on write)" \
-    at -2.4, -2.5 left font ",12"
+    at -2.4, -2.6 left font ",12"
 plot NaN notitle
 unset object; unset label
 

@@ -52,8 +52,8 @@ typedef struct lm_fit_info {
  * Lawson-Hanson's iteration cap (3n outer steps) is hit; x then holds the
  * last feasible iterate.  info may be NULL. */
 lm_status lm_nnls(int m, int n, lm_keep const double *A,
-                  lm_keep const double *b, lm_keep const double *w,
-                  double *x, lm_fit_info *info, lm_error *err);
+                  lm_keep const double *b, lm_keep const double *w, double *x,
+                  lm_fit_info *info, lm_error *err);
 
 /* Options of lm_fit; lm_fit_defaults fills them. */
 typedef struct lm_fit_opts {
@@ -61,14 +61,14 @@ typedef struct lm_fit_opts {
   /* Huber IRLS: residuals r_i = sqrt(w_i)(b_i - A_i θ) are divided by the
    * robust scale s = 1.4826·MAD(r); a row with |r_i| > k·s gets its weight
    * multiplied by k·s/|r_i|.  huber_max_iter = 0 is plain weighted NNLS. */
-  double huber_k;       /* k, default 1.345 */
-  int huber_max_iter;   /* reweighting rounds at most, default 50 */
+  double huber_k;     /* k, default 1.345 */
+  int huber_max_iter; /* reweighting rounds at most, default 50 */
   /* Rounds stop when no coefficient, scaled by its column's norm, moves
    * by more than huber_tol of the largest one (default 1e-6). */
   double huber_tol;
-  int loo;              /* 1: leave-one-out refits (default 1) */
-  int bootstrap;        /* B resamples, 0 = none (default 200) */
-  uint64_t seed;        /* bootstrap seed (default 1) */
+  int loo;       /* 1: leave-one-out refits (default 1) */
+  int bootstrap; /* B resamples, 0 = none (default 200) */
+  uint64_t seed; /* bootstrap seed (default 1) */
   /* Optional, borrowed: [m] benchmark id of each row.  When given, LOO
    * leaves out a whole benchmark at a time, and the bootstrap resamples
    * benchmarks (all their rows together) instead of rows. */

@@ -28,21 +28,21 @@ extern "C" {
 #define LM_PROFILE_SCHEMA "lanemap.profile/1"
 #define LM_PROFILE_SCHEMA_MAJOR 1
 
-/* ---- machine fingerprint ----------------------------------------------- */
+/* ---- machine fingerprint ------------------------------------------------- */
 
 #define LM_FINGERPRINT_FEATURES_MAX 4096
 
 /* What a profile's coefficients depend on.  A plain value: copy it freely. */
 typedef struct lm_fingerprint {
-  char cpu_name[64];     /* LLVMGetHostCPUName, e.g. "sapphirerapids" */
-  char cpu_features[LM_FINGERPRINT_FEATURES_MAX]; /* enabled LLVM features,
-                                                     sorted: "+adx,+aes,..." */
+  char cpu_name[64]; /* LLVMGetHostCPUName, e.g. "sapphirerapids" */
+  /* LLVMGetHostCPUFeatures, enabled ones only, sorted: "+adx,+aes,..." */
+  char cpu_features[LM_FINGERPRINT_FEATURES_MAX];
   char llvm_version[32]; /* "19.1.7" */
   uint64_t l1d_bytes;    /* L1 data cache of cpu0 (0 if unknown) */
   uint64_t l2_bytes;     /* L2 of cpu0 (0 if unknown) */
   uint64_t l3_bytes;     /* L3 of cpu0 (0 if none) */
   int cores;             /* physical cores (hwloc), else configured CPUs */
-  char hash[17];         /* 16 hex digits over the fields above */
+  char hash[17];         /* 16 hex digits (FNV-1a) over the fields above */
 } lm_fingerprint;
 
 /* Fingerprint this machine: LLVM for the CPU, hwloc for caches and cores
@@ -75,12 +75,12 @@ lm_status lm_profile_mode_parse(const char *text, lm_profile_mode *out,
 /* One cost term.  Values are checked when set: coef, p5, p50, p95, lo, hi
  * finite and >= 0, p5 <= p50 <= p95, lo <= hi, name and unit non-empty. */
 typedef struct lm_profile_term {
-  const char *name; /* unique in the profile, e.g. "valu" */
-  const char *unit; /* e.g. "ns/op", "ns/byte" */
-  double coef;      /* the fitted coefficient */
+  const char *name;    /* unique in the profile, e.g. "valu" */
+  const char *unit;    /* e.g. "ns/op", "ns/byte" */
+  double coef;         /* the fitted coefficient */
   double p5, p50, p95; /* bootstrap percentiles of coef */
-  double lo, hi;    /* plausible range */
-  bool flagged;     /* the fit judged coef suspicious (e.g. outside lo..hi) */
+  double lo, hi;       /* plausible range */
+  bool flagged; /* the fit judged coef suspicious (e.g. outside lo..hi) */
 } lm_profile_term;
 
 /* One raw calibration sample.  features has one count per term, aligned
@@ -113,8 +113,9 @@ typedef struct lm_profile_loo {
 typedef struct lm_profile lm_profile;
 
 /* A new, empty profile for ISA target `isa` (e.g. "x86-64-v4"): units "ns",
- * created now, an all-zero fingerprint, no terms, no samples, condition
- * INFINITY, rank 0, extra diagnostics {}.  NULL with err set on bad input. */
+ * created now, an all-zero fingerprint (set one before saving), no terms,
+ * no samples, condition INFINITY, rank 0, extra diagnostics {}.  NULL with
+ * err set on bad input. */
 lm_give lm_profile *lm_profile_new(const char *isa, lm_profile_mode mode,
                                    lm_error *err);
 void lm_profile_free(lm_take lm_profile *p);
@@ -189,15 +190,14 @@ lm_status lm_profile_set_bootstrap(lm_keep lm_profile *p, const double *coefs,
 /* Row-major [*b][nterms]; NULL when *b is 0. */
 const double *lm_profile_get_bootstrap(lm_keep const lm_profile *p, int *b);
 
-/* ---- files ----------------------------------------------------------------
- */
+/* ---- files --------------------------------------------------------------- */
 
 /* What loading found besides errors: the caller prints the warning. */
 typedef struct lm_profile_load_info {
-  char schema[64];           /* the file's schema string */
-  bool fingerprint_checked;  /* this machine could be fingerprinted */
-  int fingerprint_diffs;     /* fields of the fingerprint that differ */
-  char warning[2048];        /* "" when the profile matches this machine */
+  char schema[64];          /* the file's schema string */
+  bool fingerprint_checked; /* this machine could be fingerprinted */
+  int fingerprint_diffs;    /* fields of the fingerprint that differ */
+  char warning[2048];       /* "" when the profile matches this machine */
 } lm_profile_load_info;
 
 /* Write p as pretty JSON, atomically (lm_file_write_atomic): on failure the
@@ -221,9 +221,9 @@ lm_status lm_profile_to_json_text(lm_keep const lm_profile *p,
 
 /* Where the calibrated profile of this machine for (isa, mode) is cached:
  * DIR/profile-<fingerprint hash>-<isa>-<mode>.json, DIR being
- * $LANEMAP_CACHE_DIR if set, else $XDG_CACHE_HOME/lanemap, else
- * ~/.cache/lanemap.  DIR is created.  isa may hold only letters, digits,
- * '.', '_' and '-'. */
+ * $LANEMAP_CACHE_DIR if set, else $XDG_CACHE_HOME/lanemap if that is an
+ * absolute path, else ~/.cache/lanemap.  DIR is created.  isa may hold
+ * only letters, digits, '.', '_' and '-'. */
 lm_status lm_profile_cache_path(const char *isa, lm_profile_mode mode,
                                 char *buf, size_t n, lm_error *err);
 

@@ -1,0 +1,15 @@
+/* libFuzzer entry for the kernel round trip; the claims live in
+ * fuzz_checks.c so the corpus replay test checks the same ones. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tests/fuzz/fuzz_checks.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *broken = lm_fuzz_check_kernel(data, size);
+  if (broken) {
+    fprintf(stderr, "fuzz_kernel: %s\n", broken);
+    abort();
+  }
+  return 0;
+}
