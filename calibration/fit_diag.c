@@ -531,7 +531,7 @@ lm_status lm_fit(const lm_fit_opts *o, int m, int n, const double *A,
   c.xn = malloc((size_t)n * sizeof *c.xn);
   c.pair = malloc((size_t)m * sizeof *c.pair);
   unit = malloc((size_t)m * sizeof *unit);
-  cols = malloc((size_t)n * sizeof *cols);
+  cols = calloc((size_t)n, sizeof *cols);
   gscratch = malloc((size_t)m * sizeof *gscratch);
   out->m = m;
   out->n = n;
