@@ -23,6 +23,7 @@ static const char driver[] =
     "    fprintf(stderr, \"%%s\\n\", e.msg); return 2; }\n"
     "  int rc = lm_verify_entry(k, %s, d, o, &r, &e);\n"
     "  printf(\"%%s\\n\", rc ? e.msg : \"verified\");\n"
+    "  lm_oracle_free(o); lm_data_free(d); lm_kernel_free(k);\n"
     "  return rc; (void)argc;\n"
     "}\n";
 

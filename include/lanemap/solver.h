@@ -29,8 +29,8 @@ extern "C" {
 
 /* One kernel of a problem. */
 typedef struct lm_solve_kernel {
-  int nbuckets;  /* >= 1, in increasing R when dispatch is thresholded */
-  int nvariants; /* >= 1 */
+  int nbuckets;         /* >= 1, in increasing R when dispatch is thresholded */
+  int nvariants;        /* >= 1 */
   const double *weight; /* [nbuckets], finite, >= 0 */
   /* [nscenarios][nbuckets][nvariants]: cost[(j*nbuckets + s)*nvariants + v]
    * in ns, >= 0, INFINITY = v may not run s (in any scenario: not at all) */
@@ -59,13 +59,13 @@ typedef enum lm_solve_method {
 
 /* Options of lm_solve; lm_solve_defaults fills them. */
 typedef struct lm_solve_opts {
-  double time_limit; /* s, over the whole call (default 10) */
-  double mip_gap;    /* relative gap at which a MIP stops (default 0) */
-  int presolve;      /* GLPK MIP presolver (default 1) */
-  int threshold;     /* thresholded dispatch (default 0) */
-  int robust;        /* min-max over the scenarios (default 0) */
-  int prune;         /* drop dominated variants first (default 1) */
-  int verbose;       /* GLPK terminal output (default 0: off) */
+  double time_limit;      /* s, over the whole call (default 10) */
+  double mip_gap;         /* relative gap at which a MIP stops (default 0) */
+  int presolve;           /* GLPK MIP presolver (default 1) */
+  int threshold;          /* thresholded dispatch (default 0) */
+  int robust;             /* min-max over the scenarios (default 0) */
+  int prune;              /* drop dominated variants first (default 1) */
+  int verbose;            /* GLPK terminal output (default 0: off) */
   lm_solve_method method; /* default LM_SOLVE_AUTO */
 } lm_solve_opts;
 
@@ -137,6 +137,12 @@ lm_status lm_solve_check(lm_keep const lm_solve_problem *p,
                          lm_keep const lm_solve_opts *o,
                          lm_keep const lm_solve_result *r, double *objective,
                          lm_error *err);
+
+/* Check p and o: LM_EINPUT naming the first bad field (no kernels or
+ * variants, a NaN, negative or -INFINITY cost, a negative or non-finite
+ * weight or compile cost, a negative cap). */
+lm_status lm_solve_validate(lm_keep const lm_solve_problem *p,
+                            lm_keep const lm_solve_opts *o, lm_error *err);
 
 /* Allocate r's arrays for p (choices -1, nothing compiled). */
 lm_status lm_solve_result_init(lm_keep const lm_solve_problem *p,
