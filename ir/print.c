@@ -317,7 +317,14 @@ static void put_body(sb *b, const lm_kernel *k, int id, int minprec) {
   case LM_OP_NEG:
   case LM_OP_NOT:
     sb_printf(b, n->op == LM_OP_NEG ? "-" : "!");
-    put_use(b, k, n->a, 7);
+    if (!k->nodes[n->a].name && prec(k->nodes[n->a].op) == 6) {
+      /* a unary operand of a unary needs no parentheses, and must not get
+       * them: "-(-(...))" nests twice as deep as "- - ..." when re-parsed */
+      sb_printf(b, " ");
+      put_use(b, k, n->a, 6);
+    } else {
+      put_use(b, k, n->a, 7);
+    }
     break;
   case LM_OP_POWI:
     sb_printf(b, "pow(");

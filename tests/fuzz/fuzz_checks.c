@@ -60,7 +60,7 @@ static const char *const variant_kernel_files[] = {
     LANEMAP_SOURCE_DIR "/kernels/gelu_residual.lk",
     LANEMAP_SOURCE_DIR "/tests/kernels/rmsnorm_f64.lk",
 };
-#define NVARIANT_KERNELS                                                      \
+#define NVARIANT_KERNELS                                                       \
   (sizeof variant_kernel_files / sizeof variant_kernel_files[0])
 static lm_kernel *variant_kernels[NVARIANT_KERNELS];
 static int variant_kernels_loaded;
@@ -127,8 +127,8 @@ const char *lm_fuzz_check_profile(const uint8_t *data, size_t size) {
   char *text = NULL;
   const char *broken = NULL;
 
-  if (lm_profile_from_json_text("fuzz.json", (const char *)data, size, &p,
-                                NULL, &err) != LM_OK)
+  if (lm_profile_from_json_text("fuzz.json", (const char *)data, size, &p, NULL,
+                                &err) != LM_OK)
     return NULL;
   lm_error_clear(&err);
   if (lm_profile_to_json_text(p, &text, &err) != LM_OK || !text) {
