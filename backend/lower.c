@@ -977,27 +977,6 @@ static void block_flush_group(Lo *o, int *grp, int ng) {
   }
 }
 
-static void block_flush(Lo *o) {
-  /* same grouping as store_now, applied to the collected values */
-  const lm_kernel *k = o->k;
-  int done[256] = {0};
-  for (int i = 0; i < k->nstores && i < 256; i++) {
-    const lm_store *s = &k->stores[i];
-    if (done[i] || s->kind != LM_STORE_ROW || s->level != o->loop)
-      continue;
-    int grp[64], ng = 0;
-    for (int j = i; j < k->nstores && j < 256 && ng < 64; j++) {
-      const lm_store *t = &k->stores[j];
-      if (!done[j] && t->kind == LM_STORE_ROW && t->level == o->loop &&
-          t->param == s->param && t->step == s->step) {
-        grp[ng++] = j;
-        done[j] = 1;
-      }
-    }
-    block_flush_group(o, grp, ng);
-  }
-}
-
 /* ---- loops ------------------------------------------------------------ */
 
 static LLVMValueRef active_mask(Lo *o) {
@@ -1065,7 +1044,7 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
       o->blk = b;
       emit_step(o, b % o->U);
     }
-    block_flush(o);
+    store_groups(o, block_flush_group);
   } else {
     for (int u = 0; u < o->U; u++) {
       o->t = LLVMBuildAdd(o->B, t, ci32(o, u), "");

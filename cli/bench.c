@@ -17,6 +17,17 @@ static const char usage[] =
     "  Ratios are medians of per-round ratios against the first variant.\n"
     "exit codes: 0 ok, 1 a variant failed verification, 2 bad input\n";
 
+/* A numeric option: 1 parsed, 0 not this option, -1 missing value, -2 bad
+ * number (message in err). */
+static int number_opt(int argc, char **argv, int *i, const char *name,
+                      uint64_t max, uint64_t *out, lm_error *err) {
+  const char *val;
+  int r = cli_arg_value(argc, argv, i, name, &val);
+  if (r <= 0)
+    return r;
+  return cli_parse_u64(name, val, max, out, err) == LM_OK ? 1 : -2;
+}
+
 int cmd_bench(int argc, char **argv) {
   const char *file = NULL, *shape_s = NULL, *list = NULL, *isa = NULL;
   int all = 0, json = 0;
@@ -35,17 +46,11 @@ int cmd_bench(int argc, char **argv) {
       list = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
       isa = val;
-    else if ((r = cli_arg_value(argc, argv, &i, "--seed", &val)) ||
-             (r = cli_arg_value(argc, argv, &i, "--samples", &val)) ||
-             (r = cli_arg_value(argc, argv, &i, "--sample-ms", &val)) ||
-             (r = cli_arg_value(argc, argv, &i, "--warmup-ms", &val))) {
-      const char *opt = argv[i - (strchr(argv[i], '=') ? 0 : 1)];
-      uint64_t *dst = strstr(opt, "--seed") ? &seed
-                      : strstr(opt, "--samples") ? &samples
-                      : strstr(opt, "--sample-ms") ? &sample_ms
-                                                   : &warm_ms;
-      if (r > 0 && cli_parse_u64(opt, val, strstr(opt, "--seed") ? CLI_SEED_MAX : 100000,
-                                 dst, &err) != LM_OK)
+    else if ((r = number_opt(argc, argv, &i, "--seed", CLI_SEED_MAX, &seed, &err)) ||
+             (r = number_opt(argc, argv, &i, "--samples", 100000, &samples, &err)) ||
+             (r = number_opt(argc, argv, &i, "--sample-ms", 100000, &sample_ms, &err)) ||
+             (r = number_opt(argc, argv, &i, "--warmup-ms", 100000, &warm_ms, &err))) {
+      if (r == -2)
         return cli_usage_error(usage, "bench", "%s", err.msg);
     } else if (cli_arg_flag(a, "--all-variants"))
       all = r = 1;

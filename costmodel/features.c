@@ -252,10 +252,9 @@ static void step_cost(Cx *c, double *out) {
 
 /* The term of the level that serves a working set; LM_T__COUNT for L1,
  * whose traffic is the load and store operations themselves. */
-static int64_t level_of(int64_t bytes, const lm_caches *cc, lm_term *t) {
+static void level_of(int64_t bytes, const lm_caches *cc, lm_term *t) {
   *t = bytes <= cc->l1 ? LM_T__COUNT : bytes <= cc->l2 ? LM_T_B_L2
        : bytes <= cc->l3 ? LM_T_B_L3 : LM_T_B_DRAM;
-  return bytes;
 }
 
 lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
@@ -385,8 +384,8 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
         !(k->params[p].dims[0].sym == 0 && k->params[p].dims[0].coef == 1))
       colbytes += lm_param_count(k, p, s) * (int64_t)lm_dtype_size(k->params[p].dtype);
   level_of(colbytes + rowbytes * c.G, caches, &col_lv);
-  double total = 0, l1 = 0; /* l1: bytes served by L1 (no term) */
-#define ADD_BYTES(lv, x) ((lv) < LM_T__COUNT ? (n[lv] += (x)) : (l1 += (x)), total += (x))
+  double total = 0; /* every byte, L1-served ones included */
+#define ADD_BYTES(lv, x) ((lv) < LM_T__COUNT ? (void)(n[lv] += (x)) : (void)0, total += (x))
   for (int p = 0; p < k->nparams && p < 64; p++) {
     const lm_param *pp = &k->params[p];
     if (pp->kind != LM_PARAM_BUFFER)
