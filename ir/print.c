@@ -564,3 +564,14 @@ int lm_kernel_equal(const lm_kernel *a, const lm_kernel *b) {
   }
   return 1;
 }
+
+/* The hash of the printed form names what the kernel computes, not how its
+ * file is laid out. */
+void lm_kernel_hash(const lm_kernel *k, char out[17]) {
+  char *text = lm_kernel_print(k);
+  uint64_t h = LM_FNV1A_INIT;
+  if (text)
+    h = lm_fnv1a(h, text, strlen(text));
+  free(text);
+  snprintf(out, 17, "%016llx", (unsigned long long)h);
+}

@@ -63,6 +63,12 @@ lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
 lm_status lm_file_read(const char *path, lm_give char **out, size_t *n,
                        lm_error *err);
 
+/* FNV-1a, 64 bits, continuing from h (start from LM_FNV1A_INIT): stable
+ * across builds and platforms, which is all a cache key or a content hash
+ * of a kernel needs (this is no defence against forgery). */
+#define LM_FNV1A_INIT UINT64_C(0xcbf29ce484222325)
+uint64_t lm_fnv1a(uint64_t h, const void *data, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

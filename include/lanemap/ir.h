@@ -183,6 +183,10 @@ void lm_kernel_free(lm_take lm_kernel *k);
 lm_give char *lm_kernel_print(lm_keep const lm_kernel *k);
 /* Print the IR as a node listing with the checker's facts (for --print-ir). */
 lm_give char *lm_kernel_dump(lm_keep const lm_kernel *k);
+/* Content hash of a kernel: FNV-1a over its printed form, so two sources
+ * that differ only in layout or comments hash alike.  out gets 16 lower-case
+ * hex digits and a NUL. */
+void lm_kernel_hash(lm_keep const lm_kernel *k, char out[17]);
 /* Structural equality of two kernels' IR (ignoring source locations). */
 int lm_kernel_equal(const lm_kernel *a, const lm_kernel *b);
 
