@@ -325,20 +325,29 @@ lm_status lm_compile(const lm_kernel *k, const lm_variant *v,
     LLVMDisposeModule(clone);
     count_asm(c->asm_text, &c->counts);
   }
-  LLVMDisposeTargetMachine(tm);
-  tm = NULL;
-  c->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-  m = NULL;
-  LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, c->rt, tsm);
-  if (e) {
-    LLVMOrcDisposeThreadSafeModule(tsm);
-    s = llvm_error(err, "JIT rejected the module", e);
+  /* Machine code is emitted here, with this call's own target machine, so
+   * compiles on several threads run their code generators in parallel; the
+   * JIT only links the object, under jit_lock. */
+  LLVMMemoryBufferRef obj = NULL;
+  char *msg = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &msg, &obj)) {
+    s = lm_error_set(err, LM_ESYS, "code generation failed: %s", msg);
+    LLVMDisposeMessage(msg);
     goto error;
   }
+  LLVMDisposeTargetMachine(tm);
+  tm = NULL;
+  LLVMDisposeModule(m);
+  m = NULL;
+  pthread_mutex_lock(&jit_lock);
+  c->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit));
+  LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit, c->rt, obj);
   LLVMOrcExecutorAddress addr = 0;
-  if ((e = LLVMOrcLLJITLookup(jit, &addr, symbol))) {
-    s = llvm_error(err, "JIT lookup failed", e);
+  if (!e)
+    e = LLVMOrcLLJITLookup(jit, &addr, symbol);
+  pthread_mutex_unlock(&jit_lock);
+  if (e) {
+    s = llvm_error(err, "JIT rejected the object", e);
     goto error;
   }
   c->entry = (lm_entry_fn)(uintptr_t)addr;
@@ -360,7 +369,9 @@ void lm_compiled_free(lm_compiled *c) {
   if (!c)
     return;
   if (c->rt) {
+    pthread_mutex_lock(&jit_lock);
     LLVMErrorRef e = LLVMOrcResourceTrackerRemove(c->rt);
+    pthread_mutex_unlock(&jit_lock);
     if (e)
       LLVMConsumeError(e);
     LLVMOrcReleaseResourceTracker(c->rt);
@@ -368,6 +379,23 @@ void lm_compiled_free(lm_compiled *c) {
   free(c->ir);
   free(c->asm_text);
   free(c);
+}
+
+lm_status lm_compiled_rebind(const lm_compiled *c, const lm_variant *v,
+                             lm_compiled **out, lm_error *err) {
+  *out = NULL;
+  if (!lm_variant_same_code(&c->v, v))
+    return lm_error_set(err, LM_EINPUT,
+                        "rebind: the variant differs in more than workers "
+                        "and grain, so it needs code of its own");
+  lm_compiled *r = calloc(1, sizeof *r);
+  if (!r)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  r->v = *v;
+  r->counts = c->counts;
+  r->entry = c->entry; /* borrowed: no resource tracker, no texts */
+  *out = r;
+  return LM_OK;
 }
 
 lm_entry_fn lm_compiled_entry(const lm_compiled *c) { return c->entry; }

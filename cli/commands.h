@@ -23,6 +23,7 @@ int cmd_emit(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* ---- variant selection (cli/variants.c) ----------------------------------
  * `list` is "V1,V2,..."; with `all`, every legal variant of each runnable
@@ -35,27 +36,6 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
  * round-trip exactly. */
 #define CLI_SEED_MAX ((UINT64_C(1) << 53) - 1)
 #define CLI_SEED_DEFAULT 1
-
-/* ---- suite files (cli/suite.c) -------------------------------------------
- * A suite (schema "lanemap.suite/1") lists cases: an id, a kernel file
- * relative to the suite's folder, and a shape [R, C] (plus optional
- * "extra" symbols, "H=33"). */
-typedef struct cli_case {
-  const char *id; /* borrowed from the suite's JSON */
-  char *kernel;   /* path resolved against the suite's folder */
-  int64_t R, C;
-  const char *extra; /* NULL or "H=33,..." */
-} cli_case;
-
-typedef struct cli_suite {
-  char *dir; /* folder of the suite file */
-  cli_case *cases;
-  int ncases;
-  cJSON *json; /* owns the strings the cases borrow */
-} cli_suite;
-
-lm_status cli_suite_load(const char *path, cli_suite *out, lm_error *err);
-void cli_suite_free(cli_suite *s);
 
 /* ---- oracle records (cli/oracle.c) ---------------------------------------
  * Generate the inputs of one (kernel, shape, seed), run the FP64 oracle and

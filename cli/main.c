@@ -33,6 +33,7 @@ static const cli_command commands[] = {
      cmd_calibrate},
     {"predict", "predict and rank variants, with --explain per term",
      cmd_predict},
+    {"merge", "merge the records of shards into one records.jsonl", cmd_merge},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

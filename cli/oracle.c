@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "lanemap/cases.h"
 
 static const char usage[] =
     "usage: lanemap oracle FILE --shape R,C [--seed N] [--out F.jsonl]\n"
@@ -126,16 +127,16 @@ error:
 
 static lm_status run_suite(const char *path, uint64_t seed, char **buf,
                            size_t *len, lm_error *err) {
-  cli_suite suite;
-  lm_status st = cli_suite_load(path, &suite, err);
+  lm_cases suite;
+  lm_status st = lm_cases_load(path, &suite, err);
   if (st != LM_OK)
     return st;
-  for (int i = 0; i < suite.ncases && st == LM_OK; i++) {
-    const cli_case *c = &suite.cases[i];
+  for (int i = 0; i < suite.n && st == LM_OK; i++) {
+    const lm_case *c = &suite.c[i];
     st = run_one(c->kernel, NULL, c->R, c->C, c->extra, seed, c->id, buf, len,
                  err);
   }
-  cli_suite_free(&suite);
+  lm_cases_free(&suite);
   return st;
 }
 

@@ -4,4 +4,4 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/build.sh" release
-exec "$root/build/release/lanemap" evaluate --quick "$@"
+exec "$root/build/release/lanemap" evaluate --quick --out "$root/build/evaluate" "$@"

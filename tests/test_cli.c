@@ -2,117 +2,15 @@
  * property failed, 2 bad input or usage), its diagnostics, and the files it
  * writes.  Each test runs the built CLI (LANEMAP_CLI) as a child process
  * with stdout and stderr captured to files in a fresh temp folder. */
-#include <criterion/criterion.h>
+#include "tests/support/run.h"
 
-#include <fcntl.h>
 #include <glob.h>
-#include <spawn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "lanemap/core.h"
-
-extern char **environ;
-
 #define KERNELS LANEMAP_SOURCE_DIR "/kernels"
 
-typedef struct run_result {
-  int code; /* exit code, or -1 if the child died from a signal */
-  char *out, *err;
-} run_result;
-
-static char tmpdir[256];
-
-static void make_tmpdir(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/lanemap_test_cli.XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  cr_expect_eq(system(cmd), 0);
-}
-
-TestSuite(cli, .init = make_tmpdir, .fini = remove_tmpdir, .timeout = 600);
-
-static char *tmp_path(const char *name) {
-  static char buf[4][512];
-  static int next;
-  char *p = buf[next++ % 4];
-  snprintf(p, 512, "%s/%s", tmpdir, name);
-  return p;
-}
-
-static char *slurp(const char *path) {
-  char *s = NULL;
-  lm_error err = {0};
-  cr_assert_eq(lm_file_read(path, &s, NULL, &err), LM_OK, "%s", err.msg);
-  return s;
-}
-
-static void write_text(const char *path, const char *text) {
-  lm_error err = {0};
-  cr_assert_eq(lm_file_write_atomic(path, text, strlen(text), &err), LM_OK,
-               "%s", err.msg);
-}
-
-/* Run the CLI with the NULL-terminated arguments after argv[0]. */
-static run_result run_cli(const char *const *args) {
-  const char *argv[64] = {LANEMAP_CLI};
-  int n = 1;
-  for (; args[n - 1]; n++)
-    argv[n] = args[n - 1];
-  argv[n] = NULL;
-  char *out = tmp_path("stdout"), *err = tmp_path("stderr");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t pid;
-  int rc =
-      posix_spawn(&pid, LANEMAP_CLI, &fa, NULL, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  cr_assert_eq(rc, 0, "cannot start %s", LANEMAP_CLI);
-  int status = 0;
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
-  run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out),
-                  slurp(err)};
-  return r;
-}
-#define RUN(...) run_cli((const char *const[]){__VA_ARGS__, NULL})
-
-static void run_free(run_result *r) {
-  free(r->out);
-  free(r->err);
-}
-
-static int count_lines(const char *s, const char *needle) {
-  int n = 0;
-  for (const char *line = s; *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    char *copy = strndup(line, len);
-    if (strstr(copy, needle))
-      n++;
-    free(copy);
-    line += len + (end ? 1 : 0);
-  }
-  return n;
-}
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
+TestSuite(cli, .init = run_tmp_make, .fini = run_tmp_remove, .timeout = 600);
 
 /* Parse JSON Lines text into an array of records; every line must parse. */
 static cJSON *parse_jsonl(const char *text) {
@@ -196,15 +94,15 @@ Test(cli, check_accepts_every_bundled_kernel) {
   args[n] = NULL;
   run_result r = run_cli(args);
   cr_expect_eq(r.code, 0, "stderr: %s", r.err);
-  cr_expect_eq(count_lines(r.out, ": ok (kernel "), (int)g.gl_pathc, "%s",
+  cr_expect_eq(run_count_lines(r.out, ": ok (kernel "), (int)g.gl_pathc, "%s",
                r.out);
   run_free(&r);
   globfree(&g);
 }
 
 Test(cli, check_reports_file_line_col_and_exits_2_on_a_malformed_kernel) {
-  char *bad = tmp_path("bad.lk");
-  write_text(bad, "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+  char *bad = run_tmp("bad.lk");
+  run_write(bad, "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
                   "  y[r, :] = xz[r, :]\n"
                   "}\n");
   /* A good file after the bad one is still checked. */
@@ -217,7 +115,7 @@ Test(cli, check_reports_file_line_col_and_exits_2_on_a_malformed_kernel) {
   while (*rest >= '0' && *rest <= '9')
     rest++;
   cr_expect(strncmp(rest, ": error: ", 9) == 0, "stderr: %s", r.err);
-  cr_expect_eq(count_lines(r.out, "rmsnorm.lk: ok (kernel rmsnorm"), 1, "%s",
+  cr_expect_eq(run_count_lines(r.out, "rmsnorm.lk: ok (kernel rmsnorm"), 1, "%s",
                r.out);
   run_free(&r);
 }
@@ -235,8 +133,8 @@ Test(cli, check_print_emits_source_that_checks_again) {
   const char *src = strstr(r.out, "\nkernel layernorm(");
   cr_assert_not_null(src, "%s", r.out);
   src++;
-  char *printed = tmp_path("printed.lk");
-  write_text(printed, src);
+  char *printed = run_tmp("printed.lk");
+  run_write(printed, src);
   run_result again = RUN("check", printed);
   cr_expect_eq(again.code, 0, "%s", again.err);
   run_free(&again);
@@ -252,7 +150,7 @@ Test(cli, check_print_ir_lists_at_least_one_line_per_node) {
   cr_assert_not_null(nodes, "%s", plain.out);
   int nnodes = atoi(nodes + 2);
   cr_expect_gt(nnodes, 0, "%s", plain.out);
-  cr_expect_geq(count_lines(ir.out, ""), 1 + nnodes, "%s", ir.out);
+  cr_expect_geq(run_count_lines(ir.out, ""), 1 + nnodes, "%s", ir.out);
   run_free(&plain);
   run_free(&ir);
 }
@@ -273,12 +171,12 @@ Test(cli, oracle_rejects_bad_shapes_with_exit_2) {
   const char *shapes[] = {"0,4", "-1,4", "a,b", "99999999999,99999999999",
                           "17",  ""};
   for (int i = 0; i < 6; i++) {
-    char *out = tmp_path("bad_shape.jsonl");
+    char *out = run_tmp("bad_shape.jsonl");
     run_result r = RUN("oracle", KERNELS "/rmsnorm.lk", "--shape", shapes[i],
                        "--out", out);
     cr_expect_eq(r.code, 2, "shape '%s'", shapes[i]);
     cr_expect_neq(r.err[0], 0, "shape '%s' explains itself", shapes[i]);
-    cr_expect_not(file_exists(out), "shape '%s' writes nothing", shapes[i]);
+    cr_expect_not(run_exists(out), "shape '%s' writes nothing", shapes[i]);
     run_free(&r);
   }
 }
@@ -293,25 +191,25 @@ Test(cli, oracle_rejects_a_shape_the_kernel_cannot_take) {
 }
 
 Test(cli, oracle_out_on_a_malformed_kernel_exits_2_and_creates_no_file) {
-  char *bad = tmp_path("bad.lk");
-  write_text(bad, "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+  char *bad = run_tmp("bad.lk");
+  run_write(bad, "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"
                   "  y[r, :] = sum(1.0)\n"
                   "}\n");
-  char *out = tmp_path("never.jsonl");
+  char *out = run_tmp("never.jsonl");
   run_result r = RUN("oracle", bad, "--shape", "4,8", "--out", out);
   cr_expect_eq(r.code, 2);
   cr_expect(strstr(r.err, ": error: ") != NULL, "%s", r.err);
-  cr_expect_not(file_exists(out));
+  cr_expect_not(run_exists(out));
   run_free(&r);
 }
 
 Test(cli, oracle_out_writes_one_valid_jsonl_record) {
-  char *out = tmp_path("rms.jsonl");
+  char *out = run_tmp("rms.jsonl");
   run_result r = RUN("oracle", KERNELS "/rmsnorm.lk", "--shape", "17,65",
                      "--seed", "7", "--out", out);
   cr_assert_eq(r.code, 0, "%s", r.err);
   cr_expect_eq(r.out[0], 0, "with --out nothing goes to stdout");
-  char *text = slurp(out);
+  char *text = run_slurp(out);
   cJSON *recs = parse_jsonl(text);
   cr_assert_eq(cJSON_GetArraySize(recs), 1);
   cJSON *rec = cJSON_GetArrayItem(recs, 0);
@@ -340,7 +238,7 @@ Test(cli, oracle_prints_to_stdout_without_out_and_is_deterministic_per_seed) {
   run_result c =
       RUN("oracle", KERNELS "/swiglu.lk", "--shape", "17x65", "--seed", "2");
   cr_assert_eq(a.code, 0, "%s", a.err);
-  cr_expect_eq(count_lines(a.out, "\"schema\":\"lanemap.oracle/1\""), 1);
+  cr_expect_eq(run_count_lines(a.out, "\"schema\":\"lanemap.oracle/1\""), 1);
   cr_expect_str_eq(a.out, b.out, "same seed, same record");
   cr_expect_str_neq(a.out, c.out, "another seed, other inputs");
   run_free(&a);
@@ -377,10 +275,10 @@ Test(cli, oracle_rejects_bad_usage_with_exit_2) {
 }
 
 Test(cli, oracle_suite_writes_one_record_per_case) {
-  char *out = tmp_path("suite.jsonl");
+  char *out = run_tmp("suite.jsonl");
   run_result r = RUN("oracle", "--suite", KERNELS "/suite.json", "--out", out);
   cr_assert_eq(r.code, 0, "%s", r.err);
-  char *text = slurp(out);
+  char *text = run_slurp(out);
   cJSON *recs = parse_jsonl(text);
   cr_assert_eq(cJSON_GetArraySize(recs), 15);
   cJSON *rec;
@@ -403,9 +301,9 @@ Test(cli, oracle_suite_writes_one_record_per_case) {
 }
 
 Test(cli, oracle_suite_names_the_malformed_field_and_writes_nothing) {
-  char *suite = tmp_path("suite.json");
-  char *out = tmp_path("suite.jsonl");
-  write_text(suite, "{\"schema\": \"lanemap.suite/1\", \"cases\": ["
+  char *suite = run_tmp("suite.json");
+  char *out = run_tmp("suite.jsonl");
+  run_write(suite, "{\"schema\": \"lanemap.suite/1\", \"cases\": ["
                     "{\"id\": \"a\", \"kernel\": \"" KERNELS "/rmsnorm.lk\","
                     " \"shape\": [4, 8]},"
                     "{\"id\": \"b\", \"kernel\": \"" KERNELS "/rmsnorm.lk\","
@@ -413,10 +311,10 @@ Test(cli, oracle_suite_names_the_malformed_field_and_writes_nothing) {
   run_result r = RUN("oracle", "--suite", suite, "--out", out);
   cr_expect_eq(r.code, 2);
   cr_expect(strstr(r.err, "cases[1].shape") != NULL, "%s", r.err);
-  cr_expect_not(file_exists(out));
+  cr_expect_not(run_exists(out));
   run_free(&r);
 
-  write_text(suite, "{\"schema\": \"lanemap.suite/1\", \"cases\": [");
+  run_write(suite, "{\"schema\": \"lanemap.suite/1\", \"cases\": [");
   r = RUN("oracle", "--suite", suite);
   cr_expect_eq(r.code, 2);
   cr_expect(strstr(r.err, "not valid JSON") != NULL, "%s", r.err);
@@ -424,31 +322,15 @@ Test(cli, oracle_suite_names_the_malformed_field_and_writes_nothing) {
 }
 
 Test(cli, oracle_suite_resolves_kernels_relative_to_the_suite_file) {
-  char *suite = tmp_path("suite.json");
-  write_text(suite, "{\"schema\": \"lanemap.suite/1\", \"cases\": ["
+  char *suite = run_tmp("suite.json");
+  run_write(suite, "{\"schema\": \"lanemap.suite/1\", \"cases\": ["
                     "{\"id\": \"a\", \"kernel\": \"rmsnorm.lk\","
                     " \"shape\": [4, 8]}]}");
   /* rmsnorm.lk is not beside this suite: the error names the resolved path */
   run_result r = RUN("oracle", "--suite", suite);
   cr_expect_eq(r.code, 2);
-  cr_expect(strstr(r.err, tmp_path("rmsnorm.lk")) != NULL, "%s", r.err);
+  cr_expect(strstr(r.err, run_tmp("rmsnorm.lk")) != NULL, "%s", r.err);
   run_free(&r);
 }
 
-/* ---- evaluate ---- */
-
-Test(cli, evaluate_checks_the_kernels_and_runs_all_15_cases) {
-  run_result r = RUN("evaluate", "--quick", "--kernels", KERNELS);
-  cr_assert_eq(r.code, 0, "%s", r.err);
-  cr_expect_eq(count_lines(r.out, "15 cases: oracle ok"), 1, "%s", r.out);
-  cr_expect_eq(count_lines(r.out, " y: sum="), 15, "%s", r.out);
-  cr_expect_eq(count_lines(r.out, "kernels checked"), 1, "%s", r.out);
-  run_free(&r);
-}
-
-Test(cli, evaluate_of_a_folder_without_a_suite_exits_2) {
-  run_result r = RUN("evaluate", "--kernels", tmpdir);
-  cr_expect_eq(r.code, 2);
-  cr_expect(strstr(r.err, "suite.json") != NULL, "%s", r.err);
-  run_free(&r);
-}
+/* evaluate: tests/test_evaluate.c */

@@ -60,6 +60,11 @@ lm_status lm_compile(lm_keep const lm_kernel *k, const lm_variant *v,
                      const lm_compile_opts *o, lm_give lm_compiled **out,
                      lm_error *err);
 void lm_compiled_free(lm_take lm_compiled *c);
+/* A handle running c's code with v's workers and grain, without compiling
+ * again: v must differ from c's variant only there (lm_variant_same_code).
+ * It borrows c's code, so free it before c; its ms is 0.  Thread-safe. */
+lm_status lm_compiled_rebind(lm_keep const lm_compiled *c, const lm_variant *v,
+                             lm_give lm_compiled **out, lm_error *err);
 lm_entry_fn lm_compiled_entry(lm_keep const lm_compiled *c);
 const lm_counts *lm_compiled_counts(lm_keep const lm_compiled *c);
 const lm_variant *lm_compiled_variant(lm_keep const lm_compiled *c);

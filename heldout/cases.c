@@ -1,13 +1,22 @@
-/* Suite files: the list of (kernel, shape) cases that `lanemap oracle
- * --suite` and `lanemap evaluate` run.  Paths inside a suite are relative to
- * the suite file's folder, so a suite and its kernels move together.  A
- * malformed suite names the offending field, e.g. `cases[3].shape`. */
+/* Case lists: the (kernel, shape) cases that `lanemap oracle --suite` and
+ * `lanemap evaluate` run, in either schema (include/lanemap/cases.h).
+ * Paths inside a list are relative to the list file's folder.  A malformed
+ * list names the offending field, e.g. `cases[3].shape`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
+#include <cjson/cJSON.h>
+
+#include "lanemap/cases.h"
+
+/* The list's JSON owns the strings; the kernel paths are made here. */
+typedef struct Owner {
+  cJSON *json;
+  char **paths; /* [n] resolved kernel paths */
+  int n;
+} Owner;
 
 static char *path_dir(const char *path) {
   const char *slash = strrchr(path, '/');
@@ -40,7 +49,8 @@ static int json_positive_int(const cJSON *v, int64_t *out) {
 }
 
 static lm_status case_parse(const char *path, const char *dir, int i,
-                            const cJSON *c, cli_case *out, lm_error *err) {
+                            const cJSON *c, lm_case *out, char **kpath,
+                            lm_error *err) {
   if (!cJSON_IsObject(c))
     return lm_error_set(err, LM_EINPUT, "%s: cases[%d]: expected an object",
                         path, i);
@@ -48,6 +58,7 @@ static lm_status case_parse(const char *path, const char *dir, int i,
   const cJSON *kernel = cJSON_GetObjectItemCaseSensitive(c, "kernel");
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(c, "shape");
   const cJSON *extra = cJSON_GetObjectItemCaseSensitive(c, "extra");
+  const cJSON *split = cJSON_GetObjectItemCaseSensitive(c, "split");
   if (!cJSON_IsString(id) || id->valuestring[0] == 0)
     return lm_error_set(err, LM_EINPUT,
                         "%s: cases[%d].id: expected a non-empty string", path,
@@ -66,35 +77,56 @@ static lm_status case_parse(const char *path, const char *dir, int i,
     return lm_error_set(err, LM_EINPUT,
                         "%s: cases[%d].extra: expected a string like \"H=33\"",
                         path, i);
+  if (split && (!cJSON_IsString(split) ||
+                (strcmp(split->valuestring, "operator") != 0 &&
+                 strcmp(split->valuestring, "shape") != 0)))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: cases[%d].split: expected \"operator\" or "
+                        "\"shape\"",
+                        path, i);
   out->id = id->valuestring;
   out->extra = extra ? extra->valuestring : NULL;
-  out->kernel = path_join(dir, kernel->valuestring);
-  if (!out->kernel)
+  out->split = split ? split->valuestring : NULL;
+  *kpath = path_join(dir, kernel->valuestring);
+  if (!*kpath)
     return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+  out->kernel = *kpath;
   return LM_OK;
 }
 
-lm_status cli_suite_load(const char *path, cli_suite *out, lm_error *err) {
+static lm_status check_schema(const char *path, const cJSON *json,
+                              lm_error *err) {
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(json, "schema");
+  if (cJSON_IsString(schema) &&
+      (strcmp(schema->valuestring, "lanemap.suite/1") == 0 ||
+       strcmp(schema->valuestring, "lanemap.cases/1") == 0))
+    return LM_OK;
+  return lm_error_set(err, LM_EINPUT,
+                      "%s: schema: expected \"lanemap.suite/1\" or "
+                      "\"lanemap.cases/1\"",
+                      path);
+}
+
+lm_status lm_cases_load(const char *path, lm_cases *out, lm_error *err) {
   memset(out, 0, sizeof *out);
+  Owner *own = calloc(1, sizeof *own);
+  if (!own)
+    return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+  out->owner = own;
   char *text = NULL;
   size_t len = 0;
   lm_status st = lm_file_read(path, &text, &len, err);
   if (st != LM_OK)
-    return st;
-  out->json = cJSON_ParseWithLength(text, len);
+    goto error;
+  own->json = cJSON_ParseWithLength(text, len);
   free(text);
-  if (!out->json) {
+  if (!own->json) {
     st = lm_error_set(err, LM_EINPUT, "%s: not valid JSON", path);
     goto error;
   }
-  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(out->json, "schema");
-  if (!cJSON_IsString(schema) ||
-      strcmp(schema->valuestring, "lanemap.suite/1") != 0) {
-    st = lm_error_set(err, LM_EINPUT,
-                      "%s: schema: expected \"lanemap.suite/1\"", path);
+  if ((st = check_schema(path, own->json, err)) != LM_OK)
     goto error;
-  }
-  const cJSON *cases = cJSON_GetObjectItemCaseSensitive(out->json, "cases");
+  const cJSON *cases = cJSON_GetObjectItemCaseSensitive(own->json, "cases");
   if (!cJSON_IsArray(cases) || cJSON_GetArraySize(cases) == 0) {
     st = lm_error_set(err, LM_EINPUT, "%s: cases: expected a non-empty array",
                       path);
@@ -102,35 +134,52 @@ lm_status cli_suite_load(const char *path, cli_suite *out, lm_error *err) {
   }
   out->dir = path_dir(path);
   int n = cJSON_GetArraySize(cases);
-  out->cases = calloc((size_t)n, sizeof *out->cases);
-  if (!out->dir || !out->cases) {
+  out->c = calloc((size_t)n, sizeof *out->c);
+  own->paths = calloc((size_t)n, sizeof *own->paths);
+  if (!out->dir || !out->c || !own->paths) {
     st = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
     goto error;
   }
+  own->n = n;
   for (int i = 0; i < n; i++) {
     st = case_parse(path, out->dir, i, cJSON_GetArrayItem(cases, i),
-                    &out->cases[i], err);
-    out->ncases = i + 1; /* so cli_suite_free frees the paths made so far */
+                    &out->c[i], &own->paths[i], err);
     if (st != LM_OK)
       goto error;
+    out->n = i + 1;
     for (int j = 0; j < i; j++)
-      if (strcmp(out->cases[j].id, out->cases[i].id) == 0) {
+      if (strcmp(out->c[j].id, out->c[i].id) == 0) {
         st = lm_error_set(err, LM_EINPUT, "%s: cases[%d].id: duplicate id '%s'",
-                          path, i, out->cases[i].id);
+                          path, i, out->c[i].id);
         goto error;
       }
   }
   return LM_OK;
 error:
-  cli_suite_free(out);
+  lm_cases_free(out);
   return st;
 }
 
-void cli_suite_free(cli_suite *s) {
-  for (int i = 0; i < s->ncases; i++)
-    free(s->cases[i].kernel);
-  free(s->cases);
-  free(s->dir);
-  cJSON_Delete(s->json);
-  memset(s, 0, sizeof *s);
+lm_status lm_cases_shard(lm_cases *cs, int i, int n, lm_error *err) {
+  if (n < 1 || i < 0 || i >= n)
+    return lm_error_set(err, LM_EINPUT,
+                        "shard %d/%d: expected 0 <= i < n (i/N, N >= 1)", i, n);
+  int lo = (int)((int64_t)cs->n * i / n), hi = (int)((int64_t)cs->n * (i + 1) / n);
+  memmove(cs->c, cs->c + lo, (size_t)(hi - lo) * sizeof *cs->c);
+  cs->n = hi - lo;
+  return LM_OK;
+}
+
+void lm_cases_free(lm_cases *cs) {
+  Owner *own = cs->owner;
+  if (own) {
+    for (int i = 0; i < own->n; i++)
+      free(own->paths[i]);
+    free(own->paths);
+    cJSON_Delete(own->json);
+    free(own);
+  }
+  free(cs->c);
+  free(cs->dir);
+  memset(cs, 0, sizeof *cs);
 }

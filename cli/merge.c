@@ -1,0 +1,225 @@
+/* lanemap merge: join the records of sharded or resumed runs into one file.
+ *
+ * A study split with `evaluate --shard i/N` leaves one records.jsonl per
+ * shard; merge concatenates them in the order given, drops the records a
+ * shard repeats (the same case and variant, kept from the first file that
+ * has it; records outside any case are dropped only when identical), and
+ * writes OUT_DIR/records.jsonl atomically.  Nothing measured is lost:
+ * records of cases still incomplete are kept, so a later run can resume
+ * them, and counted.  Report and plots are rebuilt from the merged records
+ * by `evaluate`, which recomputes the policies' choices. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "lanemap/heldout.h"
+#include "lanemap/records.h"
+
+static const char usage[] =
+    "usage: lanemap merge -o OUT_DIR DIR_OR_JSONL...\n"
+    "  Merge the records of shard outputs (a directory means "
+    "DIR/records.jsonl)\n"
+    "  into OUT_DIR/records.jsonl, dropping repeated (case, variant) "
+    "records.\n"
+    "  -o, --out OUT_DIR  output folder (created if missing)\n"
+    "exit codes: 0 ok, 2 bad input or usage, 3 cannot write\n";
+
+/* The identity of a record: "C<case>\x1f<variant>" inside a case, else
+ * "L<the line without its timestamp>"; malloc'ed. */
+static char *key_of(const lm_record *r) {
+  const cJSON *c =
+      r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "case") : NULL;
+  if (cJSON_IsString(c)) {
+    size_t n = strlen(c->valuestring) + strlen(r->variant) + 3;
+    char *k = malloc(n);
+    if (k)
+      snprintf(k, n, "C%s\x1f%s", c->valuestring, r->variant);
+    return k;
+  }
+  lm_record t = *r;
+  t.timestamp = NULL;
+  cJSON *j = NULL;
+  lm_error err = {0};
+  if (lm_record_to_json(&t, &j, &err) != LM_OK)
+    return NULL;
+  char *s = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  size_t n = s ? strlen(s) + 2 : 0;
+  char *k = s ? malloc(n) : NULL;
+  if (k)
+    snprintf(k, n, "L%s", s);
+  free(s);
+  return k;
+}
+
+/* Keys seen so far: open addressing over FNV-1a, size a power of two at
+ * least twice the number of records. */
+typedef struct key_set {
+  char **slot;
+  size_t mask;
+} key_set;
+
+/* 1 if key was already in the set (and is freed), 0 if it was added. */
+static int key_seen(key_set *ks, char *key) {
+  size_t h = (size_t)lm_fnv1a(LM_FNV1A_INIT, key, strlen(key)) & ks->mask;
+  while (ks->slot[h]) {
+    if (strcmp(ks->slot[h], key) == 0) {
+      free(key);
+      return 1;
+    }
+    h = (h + 1) & ks->mask;
+  }
+  ks->slot[h] = key;
+  return 0;
+}
+
+static int make_dir(const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) == 0)
+    return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+  return mkdir(dir, 0755) == 0 ? 0 : errno;
+}
+
+int cmd_merge(int argc, char **argv) {
+  const char *out_dir = NULL;
+  int ninputs = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    int r;
+    if (cli_arg_is_help(a)) {
+      fputs(usage, stdout);
+      return LM_OK;
+    } else if ((r = cli_arg_value(argc, argv, &i, "--out", &v)) != 0 ||
+               (r = cli_arg_value(argc, argv, &i, "-o", &v)) != 0) {
+      if (r < 0)
+        return LM_EINPUT;
+      out_dir = v;
+    } else if (a[0] == '-' && a[1] != 0) {
+      return cli_usage_error(usage, "merge", "unknown option '%s'", a);
+    } else {
+      argv[1 + ninputs++] = argv[i]; /* compact the inputs in place */
+    }
+  }
+  if (!out_dir)
+    return cli_usage_error(usage, "merge", "no output folder (-o OUT_DIR)");
+  if (ninputs == 0)
+    return cli_usage_error(usage, "merge", "no input records given");
+
+  lm_error err = {0};
+  lm_records all = {0}; /* every record read, then the unique ones */
+  key_set ks = {0};
+  int cap = 0, truncated = 0, duplicates = 0, rc = LM_OK;
+  for (int f = 0; f < ninputs; f++) {
+    const char *in = argv[1 + f];
+    char path[4096];
+    struct stat sb;
+    if (stat(in, &sb) == 0 && S_ISDIR(sb.st_mode))
+      snprintf(path, sizeof path, "%s/records.jsonl", in);
+    else
+      snprintf(path, sizeof path, "%s", in);
+    lm_records rs;
+    lm_status st = lm_records_read(path, &rs, &err);
+    if (st != LM_OK) {
+      fprintf(stderr, "lanemap merge: %s\n", err.msg);
+      rc = st;
+      goto done;
+    }
+    if (rs.truncated)
+      fprintf(stderr,
+              "lanemap merge: %s: skipped an unterminated last line "
+              "(an interrupted append)\n",
+              path);
+    truncated += rs.truncated;
+    if (all.n + rs.n > cap) {
+      int nc = cap ? cap : 256;
+      while (nc < all.n + rs.n)
+        nc *= 2;
+      lm_record *nr = realloc(all.r, (size_t)nc * sizeof *nr);
+      if (!nr) {
+        fprintf(stderr, "lanemap merge: out of memory\n");
+        lm_records_free(&rs);
+        rc = LM_ESYS;
+        goto done;
+      }
+      all.r = nr;
+      cap = nc;
+    }
+    memcpy(all.r + all.n, rs.r, (size_t)rs.n * sizeof *rs.r);
+    all.n += rs.n;
+    free(rs.r); /* the records moved into all */
+  }
+  size_t size = 16;
+  while (size < 2 * (size_t)all.n)
+    size *= 2;
+  if (!(ks.slot = calloc(size, sizeof *ks.slot))) {
+    fprintf(stderr, "lanemap merge: out of memory\n");
+    rc = LM_ESYS;
+    goto done;
+  }
+  ks.mask = size - 1;
+  int kept = 0;
+  for (int i = 0; i < all.n; i++) {
+    char *key = key_of(&all.r[i]);
+    if (!key) {
+      fprintf(stderr, "lanemap merge: out of memory\n");
+      for (int k = i; k < all.n; k++)
+        lm_record_free(&all.r[k]);
+      all.n = kept;
+      rc = LM_ESYS;
+      goto done;
+    }
+    if (key_seen(&ks, key)) {
+      duplicates++;
+      lm_record_free(&all.r[i]);
+    } else {
+      all.r[kept++] = all.r[i];
+    }
+  }
+  all.n = kept;
+
+  lm_eval_case *cases = NULL;
+  int ncases = 0, incomplete = 0;
+  lm_status st =
+      lm_eval_cases_from_records(&all, &cases, &ncases, &incomplete, &err);
+  if (st != LM_OK) {
+    fprintf(stderr, "lanemap merge: %s\n", err.msg);
+    rc = st;
+    goto done;
+  }
+  for (int i = 0; i < ncases; i++)
+    lm_eval_case_free(&cases[i]);
+  free(cases);
+
+  int e = make_dir(out_dir);
+  if (e != 0) {
+    fprintf(stderr, "lanemap merge: %s: cannot create the folder: %s\n",
+            out_dir, strerror(e));
+    rc = LM_ESYS;
+    goto done;
+  }
+  char out[4096];
+  snprintf(out, sizeof out, "%s/records.jsonl", out_dir);
+  if ((st = lm_records_write(out, &all, &err)) != LM_OK) {
+    fprintf(stderr, "lanemap merge: %s\n", err.msg);
+    rc = st;
+    goto done;
+  }
+  printf("%s: %d records from %d file%s, %d complete case%s, %d incomplete "
+         "case%s kept, %d duplicate%s dropped, %d unterminated line%s "
+         "skipped\n",
+         out, all.n, ninputs, ninputs == 1 ? "" : "s", ncases,
+         ncases == 1 ? "" : "s", incomplete, incomplete == 1 ? "" : "s",
+         duplicates, duplicates == 1 ? "" : "s", truncated,
+         truncated == 1 ? "" : "s");
+done:
+  for (size_t j = 0; ks.slot && j <= ks.mask; j++)
+    free(ks.slot[j]);
+  free(ks.slot);
+  lm_records_free(&all);
+  fflush(stdout);
+  return rc;
+}

@@ -1,0 +1,20 @@
+/* Progress bars on stderr for long work (only when stderr is a terminal). */
+#ifndef LANEMAP_CLI_PROGRESS_H
+#define LANEMAP_CLI_PROGRESS_H
+
+typedef struct cli_progress {
+  const char *label; /* stage name, e.g. "measure" */
+  int total;
+  double t0; /* s, monotonic */
+  int tty;
+} cli_progress;
+
+void cli_progress_start(cli_progress *p, const char *label, int total);
+void cli_progress_step(cli_progress *p, int done, const char *what);
+void cli_progress_end(cli_progress *p);
+/* lm_calib_opts.progress adapter; ctx is a cli_progress. */
+void cli_progress_calib(void *ctx, int done, int total, const char *what);
+/* Monotonic seconds. */
+double cli_now_s(void);
+
+#endif

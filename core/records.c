@@ -1,0 +1,676 @@
+/* Measurement records: one JSON object per line, "lanemap.record/1".
+ *
+ * The format is built for files that many writers append to and that may
+ * be cut short.  An append is a single write(2) of one whole line on an
+ * O_APPEND descriptor, so concurrent appends interleave by line and never
+ * inside one, and a crash loses at most the last line, which then has no
+ * newline.  A reader therefore treats an unterminated last line as an
+ * interrupted append (skipped and counted) and every other malformed line
+ * as an error naming `path:line: field:`.
+ *
+ * Times are seconds, with hyperfine's names, so that the same tools read
+ * both; a time that was not taken is absent from the line (JSON has no
+ * NaN) and reads back as NAN.  Fields a caller adds (`extra`) sit at the
+ * top level beside the standard ones; on reading, every field that is not
+ * standard goes back into `extra`, so fields written by a newer minor
+ * version survive a round trip through an older reader. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lanemap/records.h"
+
+static const char *const std_fields[] = {
+    "schema", "kernel",      "kernel_hash", "shape",    "extra_syms", "variant",
+    "isa",    "fingerprint", "predicted",   "mean",     "stddev",     "median",
+    "min",    "max",         "times",       "verified", "timestamp"};
+enum { NSTD = sizeof std_fields / sizeof *std_fields };
+
+static int is_std_field(const char *name) {
+  for (int i = 0; i < NSTD; i++)
+    if (strcmp(name, std_fields[i]) == 0)
+      return 1;
+  return 0;
+}
+
+void lm_record_init(lm_record *r) {
+  memset(r, 0, sizeof *r);
+  r->predicted = r->mean = r->stddev = r->median = r->min = r->max = NAN;
+  r->verified = -1;
+}
+
+void lm_record_free(lm_record *r) {
+  if (!r)
+    return;
+  free(r->kernel);
+  free(r->kernel_hash);
+  free(r->extra_syms);
+  free(r->variant);
+  free(r->isa);
+  free(r->fingerprint);
+  free(r->times);
+  free(r->timestamp);
+  cJSON_Delete(r->extra);
+  lm_record_init(r);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+lm_status lm_record_set_samples(lm_record *r, const double *ns, int n,
+                                lm_error *err) {
+  if (n <= 0)
+    return lm_error_set(err, LM_EINPUT, "times: no samples");
+  for (int i = 0; i < n; i++)
+    if (!isfinite(ns[i]) || ns[i] < 0)
+      return lm_error_set(err, LM_EINPUT,
+                          "times[%d]: expected a number >= 0, got %g", i,
+                          ns[i]);
+  double *t = malloc((size_t)n * sizeof *t);
+  double *sorted = malloc((size_t)n * sizeof *sorted);
+  if (!t || !sorted) {
+    free(t);
+    free(sorted);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    t[i] = sorted[i] = ns[i] * 1e-9;
+    sum += t[i];
+  }
+  qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+  double mean = sum / n, ss = 0;
+  for (int i = 0; i < n; i++)
+    ss += (t[i] - mean) * (t[i] - mean);
+  free(r->times);
+  r->times = t;
+  r->ntimes = n;
+  r->mean = mean;
+  /* hyperfine's stddev is the sample one, undefined for a single run */
+  r->stddev = n > 1 ? sqrt(ss / (n - 1)) : NAN;
+  r->median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  r->min = sorted[0];
+  r->max = sorted[n - 1];
+  free(sorted);
+  return LM_OK;
+}
+
+lm_status lm_record_stamp(lm_record *r, lm_error *err) {
+  time_t now = time(NULL);
+  struct tm tm;
+  char buf[32];
+  if (now == (time_t)-1 || !gmtime_r(&now, &tm) ||
+      strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    return lm_error_set(err, LM_ESYS, "timestamp: cannot read the clock");
+  char *s = strdup(buf);
+  if (!s)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  free(r->timestamp);
+  r->timestamp = s;
+  return LM_OK;
+}
+
+/* ---- to JSON ---------------------------------------------------------------
+ */
+
+static int add_str(cJSON *o, const char *name, const char *s) {
+  return !s || cJSON_AddStringToObject(o, name, s) != NULL;
+}
+
+static int add_num(cJSON *o, const char *name, double x) {
+  return !isfinite(x) || cJSON_AddNumberToObject(o, name, x) != NULL;
+}
+
+lm_status lm_record_to_json(const lm_record *r, cJSON **out, lm_error *err) {
+  *out = NULL;
+  if (!r->kernel || !r->kernel_hash || !r->variant || !r->isa)
+    return lm_error_set(err, LM_EINPUT, "%s: a record needs it",
+                        !r->kernel        ? "kernel"
+                        : !r->kernel_hash ? "kernel_hash"
+                        : !r->variant     ? "variant"
+                                          : "isa");
+  if (r->extra && !cJSON_IsObject(r->extra))
+    return lm_error_set(err, LM_EINPUT, "extra: expected an object");
+  if (r->ntimes < 0 || (r->ntimes > 0 && !r->times))
+    return lm_error_set(err, LM_EINPUT, "times: %d samples without data",
+                        r->ntimes);
+  for (const cJSON *e = r->extra ? r->extra->child : NULL; e; e = e->next)
+    if (!e->string || is_std_field(e->string))
+      return lm_error_set(err, LM_EINPUT,
+                          "extra.%s: clashes with a standard field",
+                          e->string ? e->string : "(unnamed)");
+  cJSON *o = cJSON_CreateObject();
+  cJSON *shape = cJSON_CreateArray();
+  int ok = o && shape;
+  if (ok) {
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)r->R));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)r->C));
+  }
+  ok = ok && add_str(o, "schema", LM_RECORD_SCHEMA) &&
+       add_str(o, "kernel", r->kernel) &&
+       add_str(o, "kernel_hash", r->kernel_hash);
+  if (ok)
+    cJSON_AddItemToObject(o, "shape", shape), shape = NULL;
+  ok = ok && add_str(o, "extra_syms", r->extra_syms) &&
+       add_str(o, "variant", r->variant) && add_str(o, "isa", r->isa) &&
+       add_str(o, "fingerprint", r->fingerprint) &&
+       add_num(o, "predicted", r->predicted) && add_num(o, "mean", r->mean) &&
+       add_num(o, "stddev", r->stddev) && add_num(o, "median", r->median) &&
+       add_num(o, "min", r->min) && add_num(o, "max", r->max);
+  if (ok && r->ntimes > 0) {
+    cJSON *t = cJSON_AddArrayToObject(o, "times");
+    ok = t != NULL;
+    for (int i = 0; ok && i < r->ntimes; i++)
+      ok = cJSON_AddItemToArray(t, cJSON_CreateNumber(r->times[i]));
+  }
+  if (ok && r->verified >= 0)
+    ok = cJSON_AddBoolToObject(o, "verified", r->verified) != NULL;
+  ok = ok && add_str(o, "timestamp", r->timestamp);
+  for (const cJSON *e = r->extra ? r->extra->child : NULL; ok && e;
+       e = e->next) {
+    cJSON *copy = cJSON_Duplicate(e, 1);
+    ok = copy && cJSON_AddItemToObject(o, e->string, copy);
+  }
+  cJSON_Delete(shape);
+  if (!ok) {
+    cJSON_Delete(o);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  *out = o;
+  return LM_OK;
+}
+
+/* ---- from JSON -------------------------------------------------------------
+ */
+
+static lm_status get_str(const cJSON *j, const char *where, const char *name,
+                         int required, char **out, lm_error *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+  if (!v || cJSON_IsNull(v)) {
+    if (required)
+      return lm_error_set(err, LM_EINPUT, "%s: %s: missing", where, name);
+    return LM_OK;
+  }
+  if (!cJSON_IsString(v) || !v->valuestring)
+    return lm_error_set(err, LM_EINPUT, "%s: %s: expected a string", where,
+                        name);
+  if (!(*out = strdup(v->valuestring)))
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  return LM_OK;
+}
+
+/* An optional time in seconds: absent or null is NAN. */
+static lm_status get_time(const cJSON *j, const char *where, const char *name,
+                          double *out, lm_error *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+  *out = NAN;
+  if (!v || cJSON_IsNull(v))
+    return LM_OK;
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
+    return lm_error_set(err, LM_EINPUT, "%s: %s: expected a number >= 0", where,
+                        name);
+  *out = v->valuedouble;
+  return LM_OK;
+}
+
+/* "lanemap.record/M" or "lanemap.record/M.m": same major loads. */
+static lm_status check_schema(const cJSON *j, const char *where,
+                              lm_error *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "schema");
+  static const char prefix[] = "lanemap.record/";
+  if (!v)
+    return lm_error_set(err, LM_EINPUT, "%s: schema: missing", where);
+  if (!cJSON_IsString(v) ||
+      strncmp(v->valuestring, prefix, sizeof prefix - 1) != 0)
+    return lm_error_set(err, LM_EINPUT, "%s: schema: expected \"%s\", got %s",
+                        where, LM_RECORD_SCHEMA,
+                        cJSON_IsString(v) ? v->valuestring : "a non-string");
+  const char *num = v->valuestring + sizeof prefix - 1;
+  char *end;
+  errno = 0;
+  long major = strtol(num, &end, 10);
+  if (end == num || errno || (*end && *end != '.'))
+    return lm_error_set(err, LM_EINPUT, "%s: schema: bad version in \"%s\"",
+                        where, v->valuestring);
+  if (major != LM_RECORD_SCHEMA_MAJOR)
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: schema: \"%s\" is not readable by this build "
+                        "(it reads %s)",
+                        where, v->valuestring, LM_RECORD_SCHEMA);
+  return LM_OK;
+}
+
+static int is_hash(const char *s) {
+  if (strlen(s) != 16)
+    return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+      return 0;
+  return 1;
+}
+
+lm_status lm_record_from_json(const cJSON *j, const char *where, lm_record *out,
+                              lm_error *err) {
+  lm_record r;
+  lm_record_init(&r);
+  lm_record_init(out);
+  lm_status st = LM_OK;
+  if (!where)
+    where = "record";
+  if (!cJSON_IsObject(j)) {
+    st = lm_error_set(err, LM_EINPUT, "%s: expected a JSON object", where);
+    goto error;
+  }
+  if ((st = check_schema(j, where, err)) != LM_OK ||
+      (st = get_str(j, where, "kernel", 1, &r.kernel, err)) != LM_OK ||
+      (st = get_str(j, where, "kernel_hash", 1, &r.kernel_hash, err)) != LM_OK)
+    goto error;
+  if (!is_hash(r.kernel_hash)) {
+    st = lm_error_set(err, LM_EINPUT,
+                      "%s: kernel_hash: expected 16 lower-case hex digits",
+                      where);
+    goto error;
+  }
+  const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
+  const cJSON *s0 = cJSON_GetArrayItem(shape, 0);
+  const cJSON *s1 = cJSON_GetArrayItem(shape, 1);
+  if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 2 ||
+      !cJSON_IsNumber(s0) || !cJSON_IsNumber(s1) || s0->valuedouble < 1 ||
+      s1->valuedouble < 1 || s0->valuedouble > 9007199254740992.0 ||
+      s1->valuedouble > 9007199254740992.0 ||
+      s0->valuedouble != floor(s0->valuedouble) ||
+      s1->valuedouble != floor(s1->valuedouble)) {
+    st = lm_error_set(err, LM_EINPUT,
+                      "%s: shape: expected [R, C], two positive integers",
+                      where);
+    goto error;
+  }
+  r.R = (int64_t)s0->valuedouble;
+  r.C = (int64_t)s1->valuedouble;
+  if ((st = get_str(j, where, "extra_syms", 0, &r.extra_syms, err)) != LM_OK ||
+      (st = get_str(j, where, "variant", 1, &r.variant, err)) != LM_OK ||
+      (st = get_str(j, where, "isa", 1, &r.isa, err)) != LM_OK ||
+      (st = get_str(j, where, "fingerprint", 0, &r.fingerprint, err)) !=
+          LM_OK ||
+      (st = get_str(j, where, "timestamp", 0, &r.timestamp, err)) != LM_OK ||
+      (st = get_time(j, where, "predicted", &r.predicted, err)) != LM_OK ||
+      (st = get_time(j, where, "mean", &r.mean, err)) != LM_OK ||
+      (st = get_time(j, where, "stddev", &r.stddev, err)) != LM_OK ||
+      (st = get_time(j, where, "median", &r.median, err)) != LM_OK ||
+      (st = get_time(j, where, "min", &r.min, err)) != LM_OK ||
+      (st = get_time(j, where, "max", &r.max, err)) != LM_OK)
+    goto error;
+  const cJSON *times = cJSON_GetObjectItemCaseSensitive(j, "times");
+  if (times && !cJSON_IsNull(times)) {
+    if (!cJSON_IsArray(times)) {
+      st = lm_error_set(err, LM_EINPUT, "%s: times: expected an array", where);
+      goto error;
+    }
+    int n = cJSON_GetArraySize(times);
+    if (n > 0 && !(r.times = malloc((size_t)n * sizeof *r.times))) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto error;
+    }
+    int i = 0;
+    for (const cJSON *t = times->child; t; t = t->next, i++) {
+      if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble) ||
+          t->valuedouble < 0) {
+        st = lm_error_set(err, LM_EINPUT,
+                          "%s: times[%d]: expected a number >= 0", where, i);
+        goto error;
+      }
+      r.times[i] = t->valuedouble;
+    }
+    r.ntimes = n;
+  }
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "verified");
+  if (ver && !cJSON_IsNull(ver)) {
+    if (!cJSON_IsBool(ver)) {
+      st = lm_error_set(err, LM_EINPUT,
+                        "%s: verified: expected true, false or null", where);
+      goto error;
+    }
+    r.verified = cJSON_IsTrue(ver);
+  }
+  for (const cJSON *e = j->child; e; e = e->next) {
+    if (!e->string || is_std_field(e->string))
+      continue;
+    if (!r.extra && !(r.extra = cJSON_CreateObject())) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto error;
+    }
+    cJSON *copy = cJSON_Duplicate(e, 1);
+    if (!copy || !cJSON_AddItemToObject(r.extra, e->string, copy)) {
+      cJSON_Delete(copy);
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto error;
+    }
+  }
+  *out = r;
+  return LM_OK;
+error:
+  lm_record_free(&r);
+  return st;
+}
+
+/* ---- files ------------------------------------------------------------------
+ */
+
+/* cJSON prints a double with 15 significant digits whenever that comes
+ * within an epsilon of it, which loses the last bits; a record must read
+ * back the times it wrote.  Every number of the tree becomes raw text with
+ * the fewest digits that parse back to the same double. */
+static int exact_numbers(cJSON *j) {
+  for (cJSON *e = j; e; e = e->next) {
+    if (cJSON_IsNumber(e)) {
+      char buf[40];
+      for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, e->valuedouble);
+        if (strtod(buf, NULL) == e->valuedouble)
+          break;
+      }
+      char *text = strdup(buf);
+      if (!text)
+        return 0;
+      e->type = cJSON_Raw | (e->type & cJSON_StringIsConst);
+      e->valuestring = text;
+    } else if (e->child && !exact_numbers(e->child)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* r as one line with its newline; malloc'ed. */
+static lm_status record_line(const lm_record *r, char **line, size_t *n,
+                             lm_error *err) {
+  cJSON *j = NULL;
+  lm_status st = lm_record_to_json(r, &j, err);
+  if (st != LM_OK)
+    return st;
+  char *s = exact_numbers(j->child) ? cJSON_PrintUnformatted(j) : NULL;
+  cJSON_Delete(j);
+  if (!s)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  size_t len = strlen(s);
+  char *l = realloc(s, len + 2);
+  if (!l) {
+    free(s);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  l[len] = '\n';
+  l[len + 1] = 0;
+  *line = l;
+  *n = len + 1;
+  return LM_OK;
+}
+
+lm_status lm_records_append(const char *path, const lm_record *r,
+                            lm_error *err) {
+  char *line = NULL;
+  size_t n = 0;
+  lm_status st = record_line(r, &line, &n, err);
+  if (st != LM_OK)
+    return st;
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    st = lm_error_set(err, LM_ESYS, "%s: cannot append: %s", path,
+                      strerror(errno));
+    free(line);
+    return st;
+  }
+  /* One write of the whole line: with O_APPEND the kernel places it at the
+   * end in one piece.  A short write (full disk) leaves an unterminated
+   * line that readers skip; it is reported, not completed. */
+  ssize_t w;
+  do
+    w = write(fd, line, n);
+  while (w < 0 && errno == EINTR);
+  int e = errno;
+  if (w == (ssize_t)n && fsync(fd) != 0) {
+    e = errno;
+    w = -1;
+  }
+  if (close(fd) != 0 && w == (ssize_t)n) {
+    e = errno;
+    w = -1;
+  }
+  free(line);
+  if (w != (ssize_t)n)
+    return lm_error_set(err, LM_ESYS, "%s: cannot append: %s", path,
+                        w < 0 ? strerror(e) : "short write");
+  return LM_OK;
+}
+
+void lm_records_free(lm_records *rs) {
+  if (!rs)
+    return;
+  for (int i = 0; i < rs->n; i++)
+    lm_record_free(&rs->r[i]);
+  free(rs->r);
+  memset(rs, 0, sizeof *rs);
+}
+
+static int push(lm_records *rs, int *cap, const lm_record *r) {
+  if (rs->n == *cap) {
+    int nc = *cap ? 2 * *cap : 16;
+    lm_record *nr = realloc(rs->r, (size_t)nc * sizeof *nr);
+    if (!nr)
+      return 0;
+    rs->r = nr;
+    *cap = nc;
+  }
+  rs->r[rs->n++] = *r;
+  return 1;
+}
+
+static int blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+      return 0;
+  return 1;
+}
+
+lm_status lm_records_read(const char *path, lm_records *out, lm_error *err) {
+  memset(out, 0, sizeof *out);
+  char *text = NULL;
+  size_t len = 0;
+  lm_status st = lm_file_read(path, &text, &len, err);
+  if (st != LM_OK)
+    return st;
+  lm_records rs = {0};
+  int cap = 0, lineno = 0;
+  size_t pos = 0;
+  char *where = malloc(strlen(path) + 32);
+  if (!where) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto error;
+  }
+  while (pos < len) {
+    char *nl = memchr(text + pos, '\n', len - pos);
+    size_t end = nl ? (size_t)(nl - text) : len;
+    lineno++;
+    if (!nl) {
+      /* an interrupted append: everything up to its end is lost */
+      if (!blank(text + pos, end - pos))
+        rs.truncated = 1;
+      break;
+    }
+    if (memchr(text + pos, 0, end - pos)) {
+      st = lm_error_set(err, LM_EINPUT, "%s:%d: a NUL byte in the line", path,
+                        lineno);
+      goto error;
+    }
+    text[end] = 0;
+    size_t linelen = end - pos;
+    if (!blank(text + pos, linelen)) {
+      sprintf(where, "%s:%d", path, lineno);
+      const char *parse_end = NULL;
+      cJSON *j = cJSON_ParseWithOpts(text + pos, &parse_end, 0);
+      if (!j) {
+        st = lm_error_set(
+            err, LM_EINPUT, "%s: not valid JSON near column %ld", where,
+            parse_end ? (long)(parse_end - (text + pos)) + 1 : 1L);
+        goto error;
+      }
+      if (!blank(parse_end, strlen(parse_end))) {
+        cJSON_Delete(j);
+        st = lm_error_set(err, LM_EINPUT,
+                          "%s: text after the record at column %ld", where,
+                          (long)(parse_end - (text + pos)) + 1);
+        goto error;
+      }
+      lm_record r;
+      st = lm_record_from_json(j, where, &r, err);
+      cJSON_Delete(j);
+      if (st != LM_OK)
+        goto error;
+      if (!push(&rs, &cap, &r)) {
+        lm_record_free(&r);
+        st = lm_error_set(err, LM_ESYS, "out of memory");
+        goto error;
+      }
+    }
+    pos = end + 1;
+  }
+  free(where);
+  free(text);
+  *out = rs;
+  return LM_OK;
+error:
+  free(where);
+  free(text);
+  lm_records_free(&rs);
+  return st;
+}
+
+lm_status lm_records_write(const char *path, const lm_records *rs,
+                           lm_error *err) {
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  lm_status st = LM_OK;
+  for (int i = 0; i < rs->n; i++) {
+    char *line = NULL;
+    size_t n = 0;
+    if ((st = record_line(&rs->r[i], &line, &n, err)) != LM_OK) {
+      /* name the record that could not be written */
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+      lm_error_set(err, st, "%s: record %d: %s", path, i, msg);
+      goto done;
+    }
+    if (len + n + 1 > cap) {
+      size_t nc = cap ? 2 * cap : 4096;
+      while (nc < len + n + 1)
+        nc *= 2;
+      char *nb = realloc(buf, nc);
+      if (!nb) {
+        free(line);
+        st = lm_error_set(err, LM_ESYS, "out of memory");
+        goto done;
+      }
+      buf = nb;
+      cap = nc;
+    }
+    memcpy(buf + len, line, n);
+    len += n;
+    free(line);
+  }
+  st = lm_file_write_atomic(path, buf ? buf : "", len, err);
+done:
+  free(buf);
+  return st;
+}
+
+/* ---- pick-best
+ * --------------------------------------------------------------- */
+
+static char *dup_opt(const char *s, int *ok) {
+  if (!s)
+    return NULL;
+  char *d = strdup(s);
+  if (!d)
+    *ok = 0;
+  return d;
+}
+
+static int record_copy(const lm_record *src, lm_record *dst) {
+  int ok = 1;
+  *dst = *src;
+  dst->kernel = dup_opt(src->kernel, &ok);
+  dst->kernel_hash = dup_opt(src->kernel_hash, &ok);
+  dst->extra_syms = dup_opt(src->extra_syms, &ok);
+  dst->variant = dup_opt(src->variant, &ok);
+  dst->isa = dup_opt(src->isa, &ok);
+  dst->fingerprint = dup_opt(src->fingerprint, &ok);
+  dst->timestamp = dup_opt(src->timestamp, &ok);
+  dst->times = NULL;
+  dst->extra = NULL;
+  if (src->ntimes > 0 && src->times) {
+    dst->times = malloc((size_t)src->ntimes * sizeof *dst->times);
+    if (dst->times)
+      memcpy(dst->times, src->times, (size_t)src->ntimes * sizeof *dst->times);
+    else
+      ok = 0;
+  }
+  if (src->extra && !(dst->extra = cJSON_Duplicate(src->extra, 1)))
+    ok = 0;
+  if (!ok)
+    lm_record_free(dst);
+  return ok;
+}
+
+static int same_opt(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static int same_key(const lm_record *a, const lm_record *b) {
+  return a->R == b->R && a->C == b->C &&
+         same_opt(a->kernel_hash, b->kernel_hash) &&
+         same_opt(a->extra_syms, b->extra_syms);
+}
+
+lm_status lm_records_best(const lm_records *in, lm_records *out,
+                          lm_error *err) {
+  memset(out, 0, sizeof *out);
+  int *pick = malloc((size_t)(in->n > 0 ? in->n : 1) * sizeof *pick);
+  if (!pick)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  int nkeys = 0;
+  for (int i = 0; i < in->n; i++) {
+    const lm_record *r = &in->r[i];
+    if (r->verified == 0 || !isfinite(r->median))
+      continue;
+    int k = 0;
+    while (k < nkeys && !same_key(&in->r[pick[k]], r))
+      k++;
+    if (k == nkeys)
+      pick[nkeys++] = i;
+    else if (r->median < in->r[pick[k]].median)
+      pick[k] = i;
+  }
+  lm_records rs = {0};
+  if (nkeys > 0 && !(rs.r = calloc((size_t)nkeys, sizeof *rs.r))) {
+    free(pick);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  for (int k = 0; k < nkeys; k++) {
+    if (!record_copy(&in->r[pick[k]], &rs.r[k])) {
+      free(pick);
+      lm_records_free(&rs);
+      return lm_error_set(err, LM_ESYS, "out of memory");
+    }
+    rs.n++;
+  }
+  free(pick);
+  *out = rs;
+  return LM_OK;
+}

@@ -1,0 +1,621 @@
+/* The held-out harness: every legal variant of a case is predicted by every
+ * model, verified against the FP64 oracle, and measured interleaved; then
+ * each policy picks a variant and its regret is what it lost against the
+ * measured best.
+ *
+ * The policies see only what they are entitled to.  The model-based ones
+ * (plan, cross-ISA, default profile) see their predictions and go through
+ * the solver exactly as a workload would, one solver kernel per kernel and
+ * one bucket per case, with no budget, so their plan is the solver's and not
+ * a private argmin.  The fixed ones read variant fields only:
+ * always-program takes the reference report's program mapping, always-packet
+ * the packet-local one, and the Inductor-like heuristic vectorises along the
+ * row, re-reads instead of snapshotting, and splits rows over the workers
+ * when there are enough elements.  The roofline model keeps only bytes by
+ * level and arithmetic, with the calibrated per-byte and per-op costs, and
+ * drops every overhead term (masks, gathers, shuffles, steps, tasks, fork).
+ * Nothing here reads a kernel's or an operator's name. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lanemap/backend.h"
+#include "lanemap/costmodel.h"
+#include "lanemap/heldout.h"
+#include "lanemap/ir.h"
+#include "lanemap/oracle.h"
+#include "lanemap/profile.h"
+#include "lanemap/solver.h"
+#include "lanemap/verify.h"
+
+struct lm_eval_kernel {
+  char *path;
+  lm_kernel *k;
+  char hash[17];
+  lm_variant *v; /* [nv] legal variants, in enumeration order */
+  int nv;
+  lm_compiled **c; /* [nv] once compiled; same-code variants rebound */
+};
+
+void lm_eval_defaults(lm_eval_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->isa = LM_ISA_HOST;
+  o->workers[0] = 1;
+  o->workers[1] = 2;
+  lm_timing_defaults(&o->timing);
+  o->timing.samples = 5;
+  o->timing.sample_ms = 2;
+  o->timing.warmup_ms = 20;
+  o->seed = 1;
+  /* ATen's at::internal::GRAIN_SIZE: the elements below which PyTorch's
+   * CPU kernels stay on one thread. */
+  o->inductor_parallel_elems = 32768;
+}
+
+lm_status lm_eval_run_init(lm_eval_run *run, lm_isa isa, lm_error *err) {
+  memset(run, 0, sizeof *run);
+  run->nterms = LM_T__COUNT;
+  run->term_names = calloc(LM_T__COUNT, sizeof *run->term_names);
+  run->isa = strdup(lm_isa_name(isa));
+  if (!run->term_names || !run->isa)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  for (int t = 0; t < LM_T__COUNT; t++)
+    if (!(run->term_names[t] = strdup(lm_term_name((lm_term)t))))
+      return lm_error_set(err, LM_ESYS, "out of memory");
+  return LM_OK;
+}
+
+/* ---- kernels ------------------------------------------------------------- */
+
+lm_status lm_eval_kernel_new(const lm_eval_opts *o, const char *path,
+                             lm_eval_kernel **out, lm_error *err) {
+  *out = NULL;
+  lm_eval_kernel *ek = calloc(1, sizeof *ek);
+  if (!ek || !(ek->path = strdup(path))) {
+    free(ek);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  lm_status st = lm_kernel_load(path, &ek->k, err);
+  if (st != LM_OK)
+    goto error;
+  lm_kernel_hash(ek->k, ek->hash);
+  lm_enum_opts eo;
+  lm_enum_defaults(&eo);
+  eo.isa = o->isa;
+  memcpy(eo.workers, o->workers, sizeof eo.workers);
+  ek->nv = lm_variant_enumerate(ek->k, &eo, &ek->v, err);
+  if (ek->nv < 0) {
+    st = LM_EINPUT;
+    goto error;
+  }
+  if (ek->nv == 0) {
+    st = lm_error_set(err, LM_EINPUT, "%s: no legal variant for %s", path,
+                      lm_isa_name(o->isa));
+    goto error;
+  }
+  *out = ek;
+  return LM_OK;
+error:
+  lm_eval_kernel_free(ek);
+  return st;
+}
+
+/* Compile jobs: the variants that need code of their own, shared out to
+ * threads (lm_compile is thread-safe), one index at a time. */
+typedef struct CompileJobs {
+  lm_eval_kernel *ek;
+  int *todo; /* variant indices */
+  int n;
+  atomic_int next;
+  atomic_int failed;
+  lm_error err; /* the first failure */
+  pthread_mutex_t lock;
+} CompileJobs;
+
+static void *compile_worker(void *arg) {
+  CompileJobs *j = arg;
+  for (int t; !atomic_load(&j->failed) && (t = atomic_fetch_add(&j->next, 1)) < j->n;) {
+    int i = j->todo[t];
+    lm_error e = {0};
+    if (lm_compile(j->ek->k, &j->ek->v[i], NULL, &j->ek->c[i], &e) != LM_OK) {
+      pthread_mutex_lock(&j->lock);
+      if (!atomic_exchange(&j->failed, 1))
+        j->err = e;
+      pthread_mutex_unlock(&j->lock);
+    }
+  }
+  return NULL;
+}
+
+lm_status lm_eval_kernel_compile(lm_eval_kernel *ek, double *ms,
+                                 lm_error *err) {
+  double t0 = lm_now_ns();
+  if (!ek->c && !(ek->c = calloc((size_t)ek->nv, sizeof *ek->c)))
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  int *owner = malloc(sizeof *owner * (size_t)ek->nv);
+  CompileJobs j = {.ek = ek, .todo = malloc(sizeof(int) * (size_t)ek->nv)};
+  if (!owner || !j.todo) {
+    free(owner);
+    free(j.todo);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  for (int i = 0; i < ek->nv; i++) {
+    owner[i] = i;
+    for (int o = 0; o < i && owner[i] == i; o++)
+      if (owner[o] == o && lm_variant_same_code(&ek->v[o], &ek->v[i]))
+        owner[i] = o;
+    if (owner[i] == i && !ek->c[i])
+      j.todo[j.n++] = i;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+  if (nt > j.n)
+    nt = j.n;
+  pthread_t th[4];
+  int started = 0;
+  pthread_mutex_init(&j.lock, NULL);
+  for (int t = 1; t < nt; t++)
+    started += pthread_create(&th[started], NULL, compile_worker, &j) == 0;
+  compile_worker(&j);
+  for (int t = 0; t < started; t++)
+    pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&j.lock);
+  lm_status st = LM_OK;
+  if (atomic_load(&j.failed)) {
+    if (err)
+      *err = j.err;
+    st = j.err.status ? j.err.status : LM_EFAIL;
+  }
+  for (int i = 0; i < ek->nv && st == LM_OK; i++)
+    if (owner[i] != i && !ek->c[i])
+      st = lm_compiled_rebind(ek->c[owner[i]], &ek->v[i], &ek->c[i], err);
+  free(owner);
+  free(j.todo);
+  if (ms)
+    *ms = (lm_now_ns() - t0) / 1e6;
+  return st;
+}
+
+int lm_eval_kernel_variants(const lm_eval_kernel *ek) { return ek->nv; }
+const char *lm_eval_kernel_hash(const lm_eval_kernel *ek) { return ek->hash; }
+
+void lm_eval_kernel_free(lm_eval_kernel *ek) {
+  if (!ek)
+    return;
+  if (ek->c) {
+    /* rebound handles borrow their owner's code: free them first */
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < ek->nv; i++)
+        if (ek->c[i] && (lm_compiled_ms(ek->c[i]) > 0) == (pass == 1)) {
+          lm_compiled_free(ek->c[i]);
+          ek->c[i] = NULL;
+        }
+    free(ek->c);
+  }
+  free(ek->v);
+  lm_kernel_free(ek->k);
+  free(ek->path);
+  free(ek);
+}
+
+/* ---- predictions ----------------------------------------------------------- */
+
+/* The roofline-only model: bytes by level and arithmetic, each at its
+ * calibrated cost, split over the workers like the full model, and nothing
+ * else. */
+static double roofline_ns(const lm_coefs *c, const lm_features *f,
+                          const lm_variant *v) {
+  static const lm_term arith[] = {LM_T_VOP,  LM_T_VDIV, LM_T_VEXP,   LM_T_VLOG,
+                                  LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS};
+  double tasks = f->n[LM_T_CALL] > 0 ? f->n[LM_T_CALL] : 1;
+  double par = v->workers < tasks ? v->workers : tasks;
+  if (par < 1)
+    par = 1;
+  double comp = 0, mem = 0;
+  for (size_t i = 0; i < sizeof arith / sizeof *arith; i++)
+    comp += c->theta[arith[i]] * f->n[arith[i]];
+  for (int t = LM_T_FIRST_MEM; t < LM_T__COUNT; t++)
+    mem += c->theta[t] * f->n[t] / (t == LM_T_B_DRAM ? 1 : par);
+  comp /= par;
+  return comp > mem ? comp : mem;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Row-length statistics of the data the case will be measured on, for
+ * kernels with per-row lengths: the mean length, and the mean over groups
+ * of G consecutive rows of their longest, for every G (what a packet of G
+ * program-mapped rows runs).  0 if the kernel has full rows. */
+static lm_status case_rows(const lm_eval_opts *o, const lm_kernel *k,
+                           const lm_shape *sh, lm_rowstats *rs, int *have,
+                           lm_error *err) {
+  *have = 0;
+  if (k->rowlen_param < 0)
+    return LM_OK;
+  lm_data *d = NULL;
+  lm_status st = lm_data_gen(k, sh, o->seed, &d, err);
+  if (st != LM_OK)
+    return st;
+  const int32_t *len = d->buf[k->rowlen_param];
+  int64_t R = sh->dims[0];
+  memset(rs, 0, sizeof *rs);
+  for (int lg = 0; lg < 7; lg++) {
+    int64_t G = (int64_t)1 << lg;
+    double sum = 0;
+    for (int64_t p = 0; p < R; p += G) {
+      int32_t mx = 0;
+      for (int64_t r = p; r < p + G && r < R; r++)
+        mx = len[r] > mx ? len[r] : mx;
+      sum += mx;
+    }
+    rs->mean_group_max[lg] = sum / (double)((R + G - 1) / G);
+  }
+  rs->mean_len = rs->mean_group_max[0];
+  lm_data_free(d);
+  *have = 1;
+  return LM_OK;
+}
+
+/* What profile p predicts for v on the case. */
+static lm_status predict_one(const lm_profile *p, const lm_kernel *k,
+                             const lm_variant *v, const lm_shape *sh,
+                             const lm_rowstats *rows, lm_prediction *out,
+                             lm_error *err) {
+  if (!rows)
+    return lm_cost_predict(p, k, v, sh, out, err);
+  lm_coefs c;
+  lm_features f;
+  lm_status st = lm_coefs_from_profile(p, &c, err);
+  if (st == LM_OK)
+    st = lm_cost_features(k, v, sh, &c.caches, rows, &f, err);
+  if (st == LM_OK)
+    lm_cost_eval(&c, &f, v, out);
+  return st;
+}
+
+lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
+                               const lm_case *c, const lm_eval_run *run,
+                               lm_eval_case *out, lm_error *err) {
+  memset(out, 0, sizeof *out);
+  lm_shape sh;
+  lm_status st = lm_shape_bind(ek->k, c->R, c->C, c->extra, &sh, err);
+  if (st != LM_OK)
+    return st;
+  lm_coefs cal;
+  lm_rowstats rs;
+  int ragged = 0;
+  if ((st = lm_coefs_from_profile(o->profile, &cal, err)) != LM_OK ||
+      (st = case_rows(o, ek->k, &sh, &rs, &ragged, err)) != LM_OK)
+    return st;
+  const lm_rowstats *rows = ragged ? &rs : NULL;
+  out->id = strdup(c->id);
+  out->split = dup_or_null(c->split);
+  out->kernel = strdup(c->kernel);
+  out->kernel_hash = strdup(ek->hash);
+  out->extra = dup_or_null(c->extra);
+  out->isa = strdup(lm_isa_name(o->isa));
+  out->R = c->R;
+  out->C = c->C;
+  out->nvariants = ek->nv;
+  out->v = calloc((size_t)ek->nv, sizeof *out->v);
+  if (!out->id || !out->kernel || !out->kernel_hash || !out->isa || !out->v ||
+      (c->split && !out->split) || (c->extra && !out->extra))
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  for (int i = 0; i < ek->nv; i++) {
+    lm_eval_variant *ev = &out->v[i];
+    const lm_variant *v = &ek->v[i];
+    char name[128];
+    lm_variant_format(v, name, sizeof name);
+    ev->variant = strdup(name);
+    ev->terms = calloc((size_t)run->nterms, sizeof *ev->terms);
+    if (!ev->variant || !ev->terms)
+      return lm_error_set(err, LM_ESYS, "out of memory");
+    ev->verified = -1;
+    ev->measured = ev->spread = NAN;
+    lm_prediction p;
+    if ((st = predict_one(o->profile, ek->k, v, &sh, rows, &p, err)) != LM_OK)
+      return st;
+    ev->predicted = p.ns;
+    for (int t = 0; t < run->nterms && t < LM_T__COUNT; t++)
+      ev->terms[t] = p.term_ns[t];
+    ev->pred_roofline = roofline_ns(&cal, &p.f, v);
+    if ((st = predict_one(o->defaults, ek->k, v, &sh, rows, &p, err)) != LM_OK)
+      return st;
+    ev->pred_default = p.ns;
+    ev->pred_cross = NAN;
+    if (o->cross) {
+      if ((st = predict_one(o->cross, ek->k, v, &sh, rows, &p, err)) != LM_OK)
+        return st;
+      ev->pred_cross = p.ns;
+    }
+  }
+  for (int p = 0; p < LM_POLICY__COUNT; p++) {
+    out->choice[p] = -1;
+    out->t_policy[p] = NAN;
+  }
+  out->best = -1;
+  out->t_best = out->tau = NAN;
+  return LM_OK;
+}
+
+/* ---- the oracle measurement ------------------------------------------------ */
+
+lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
+                               lm_eval_case *c, int *failures, lm_error *err) {
+  if (!ek->c)
+    return lm_error_set(err, LM_EINPUT, "%s: variants not compiled", c->id);
+  if (c->nvariants != ek->nv)
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: the case has %d variants, the kernel %d", c->id,
+                        c->nvariants, ek->nv);
+  lm_shape sh;
+  lm_status st = lm_shape_bind(ek->k, c->R, c->C, c->extra, &sh, err);
+  if (st != LM_OK)
+    return st;
+  lm_data *d = NULL;
+  lm_oracle *orc = NULL;
+  lm_compiled **ok = calloc((size_t)ek->nv, sizeof *ok);
+  int *idx = calloc((size_t)ek->nv, sizeof *idx);
+  lm_timing_result tr = {0};
+  int nok = 0, bad = 0;
+  if (!ok || !idx) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
+  if ((st = lm_data_gen(ek->k, &sh, o->seed, &d, err)) != LM_OK ||
+      (st = lm_oracle_run(ek->k, d, &orc, err)) != LM_OK)
+    goto done;
+  for (int i = 0; i < ek->nv; i++) {
+    lm_verify_result vr;
+    lm_error verr = {0};
+    c->v[i].verified = lm_verify(ek->k, ek->c[i], d, orc, o->pool, &vr,
+                                 &verr) == LM_OK;
+    if (c->v[i].verified) {
+      ok[nok] = ek->c[i];
+      idx[nok++] = i;
+    } else {
+      bad++;
+    }
+  }
+  if (nok > 0) {
+    if ((st = lm_time_variants(ek->k, ok, nok, d, o->pool, &o->timing, &tr,
+                               err)) != LM_OK)
+      goto done;
+    for (int j = 0; j < nok; j++) {
+      const lm_timing_stats *s = &tr.stats[j];
+      lm_eval_variant *ev = &c->v[idx[j]];
+      ev->measured = s->p50;
+      ev->spread = s->spread;
+    }
+  }
+  if (failures)
+    *failures = bad;
+done:
+  lm_timing_result_free(&tr);
+  free(ok);
+  free(idx);
+  lm_oracle_free(orc);
+  lm_data_free(d);
+  return st;
+}
+
+/* ---- policies ---------------------------------------------------------------- */
+
+/* How well v fits a fixed policy's template; the best-fitting variant
+ * wins, ties to the first. */
+typedef int (*fit_fn)(const lm_variant *v, int wmax, const lm_eval_case *c,
+                      const lm_eval_opts *o);
+
+static int fit_common(const lm_variant *v, int wmax) {
+  int s = 0;
+  s += v->w == wmax ? 8 : 0;
+  s += v->priv == LM_PRIV_SLOT || v->priv == LM_PRIV_NONE ? 2 : 0;
+  return s;
+}
+
+/* The reference report's default: one row per lane, slot private arrays
+ * (its change), global access by gathers (what it emitted), snapshots,
+ * inline. */
+static int fit_program(const lm_variant *v, int wmax, const lm_eval_case *c,
+                       const lm_eval_opts *o) {
+  (void)c, (void)o;
+  if (v->l != 1 || v->workers != 1)
+    return -1;
+  return fit_common(v, wmax) + (v->glob == LM_GLOB_GATHER ? 4 : 0) +
+         (v->phase != LM_PHASE_REREAD ? 1 : 0);
+}
+
+/* The W lanes of a packet split one row; snapshots; inline. */
+static int fit_packet(const lm_variant *v, int wmax, const lm_eval_case *c,
+                      const lm_eval_opts *o) {
+  (void)c, (void)o;
+  if (v->l != v->w || v->workers != 1)
+    return -1;
+  return fit_common(v, wmax) + (v->phase != LM_PHASE_REREAD ? 1 : 0);
+}
+
+/* Inductor's CPP backend: vectorise the row at the widest width, read and
+ * reduce then re-read for the output, and run rows in parallel when the
+ * work is large enough. */
+static int fit_inductor(const lm_variant *v, int wmax, const lm_eval_case *c,
+                        const lm_eval_opts *o) {
+  if (v->l != v->w)
+    return -1;
+  int par = c->R >= 2 && c->R * c->C >= o->inductor_parallel_elems;
+  int s = fit_common(v, wmax) + (v->phase != LM_PHASE_SNAPSHOT ? 1 : 0);
+  s += par ? (v->workers > 1 ? 4 + v->workers : 0) : (v->workers == 1 ? 4 : 0);
+  return s;
+}
+
+static lm_status choose_fixed(const lm_eval_opts *o, lm_eval_case *c,
+                              lm_policy p, fit_fn fit, lm_error *err) {
+  lm_variant *vs = calloc((size_t)c->nvariants, sizeof *vs);
+  if (!vs)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  int wmax = 0;
+  for (int i = 0; i < c->nvariants; i++) {
+    if (lm_variant_parse(c->v[i].variant, &vs[i], err) != LM_OK) {
+      free(vs);
+      return LM_EINPUT;
+    }
+    if (vs[i].w > wmax)
+      wmax = vs[i].w;
+  }
+  int best = -1, bs = -1;
+  for (int i = 0; i < c->nvariants; i++) {
+    int s = fit(&vs[i], wmax, c, o);
+    if (s > bs) {
+      bs = s;
+      best = i;
+    }
+  }
+  c->choice[p] = best;
+  free(vs);
+  return LM_OK;
+}
+
+static double pred_of(const lm_eval_variant *v, lm_policy p) {
+  switch (p) {
+  case LM_POLICY_CROSS:
+    return v->pred_cross;
+  case LM_POLICY_DEFAULT:
+    return v->pred_default;
+  case LM_POLICY_ROOFLINE:
+    return v->pred_roofline;
+  default:
+    return v->predicted;
+  }
+}
+
+/* The solver over all cases of run with policy p's predictions: one solver
+ * kernel per kernel hash, one bucket per case, weight 1, no budget. */
+static lm_status choose_solved(lm_eval_run *run, lm_policy p, double *solve_s,
+                               lm_error *err) {
+  int n = run->ncases;
+  int *group = malloc(sizeof *group * (size_t)(n ? n : 1));
+  int *first = malloc(sizeof *first * (size_t)(n ? n : 1));
+  lm_solve_kernel *ks = calloc((size_t)(n ? n : 1), sizeof *ks);
+  double **costs = calloc((size_t)(n ? n : 1), sizeof *costs);
+  double **weights = calloc((size_t)(n ? n : 1), sizeof *weights);
+  int **members = calloc((size_t)(n ? n : 1), sizeof *members);
+  lm_solve_result r = {0};
+  int ng = 0;
+  lm_status st = LM_OK;
+  if (!group || !first || !ks || !costs || !weights || !members) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    int g = 0;
+    while (g < ng && strcmp(run->cases[first[g]].kernel_hash,
+                            run->cases[i].kernel_hash) != 0)
+      g++;
+    if (g == ng)
+      first[ng++] = i;
+    group[i] = g;
+  }
+  for (int g = 0; g < ng; g++) {
+    const lm_eval_case *c0 = &run->cases[first[g]];
+    int nb = 0;
+    for (int i = 0; i < n; i++)
+      nb += group[i] == g;
+    int nv = c0->nvariants;
+    costs[g] = malloc(sizeof **costs * (size_t)nb * (size_t)nv);
+    weights[g] = malloc(sizeof **weights * (size_t)nb);
+    members[g] = malloc(sizeof **members * (size_t)nb);
+    if (!costs[g] || !weights[g] || !members[g]) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto done;
+    }
+    int s = 0;
+    for (int i = 0; i < n; i++) {
+      if (group[i] != g)
+        continue;
+      const lm_eval_case *c = &run->cases[i];
+      if (c->nvariants != nv) {
+        st = lm_error_set(err, LM_EINPUT,
+                          "%s and %s: one kernel, different variant lists",
+                          c0->id, c->id);
+        goto done;
+      }
+      for (int v = 0; v < nv; v++) {
+        if (strcmp(c->v[v].variant, c0->v[v].variant) != 0) {
+          st = lm_error_set(err, LM_EINPUT,
+                            "%s and %s: one kernel, different variant lists",
+                            c0->id, c->id);
+          goto done;
+        }
+        double t = pred_of(&c->v[v], p);
+        costs[g][(size_t)s * nv + v] = isfinite(t) && t >= 0 ? t : INFINITY;
+      }
+      weights[g][s] = 1;
+      members[g][s++] = i;
+    }
+    ks[g].nbuckets = nb;
+    ks[g].nvariants = nv;
+    ks[g].weight = weights[g];
+    ks[g].cost = costs[g];
+  }
+  lm_solve_problem prob = {.nkernels = ng, .kernel = ks, .nscenarios = 1,
+                           .budget = -1};
+  lm_solve_opts so;
+  lm_solve_defaults(&so);
+  if ((st = lm_solve(&prob, &so, &r, err)) != LM_OK)
+    goto done;
+  if (solve_s)
+    *solve_s += r.time_s;
+  for (int g = 0; g < ng; g++)
+    for (int s = 0; s < ks[g].nbuckets; s++)
+      run->cases[members[g][s]].choice[p] = r.choice[r.bucket_start[g] + s];
+done:
+  lm_solve_result_free(&r);
+  for (int g = 0; g < ng; g++) {
+    free(costs ? costs[g] : NULL);
+    free(weights ? weights[g] : NULL);
+    free(members ? members[g] : NULL);
+  }
+  free(costs);
+  free(weights);
+  free(members);
+  free(ks);
+  free(group);
+  free(first);
+  return st;
+}
+
+lm_status lm_eval_choose(const lm_eval_opts *o, lm_eval_run *run,
+                         double *solve_s, lm_error *err) {
+  if (solve_s)
+    *solve_s = 0;
+  if (run->ncases == 0)
+    return LM_OK;
+  lm_status st = LM_OK;
+  static const lm_policy solved[] = {LM_POLICY_PLAN, LM_POLICY_DEFAULT};
+  for (size_t i = 0; i < sizeof solved / sizeof *solved && st == LM_OK; i++)
+    st = choose_solved(run, solved[i], solve_s, err);
+  int have_cross = 1;
+  for (int i = 0; i < run->ncases; i++)
+    for (int v = 0; v < run->cases[i].nvariants; v++)
+      have_cross &= isfinite(run->cases[i].v[v].pred_cross);
+  if (st == LM_OK && have_cross)
+    st = choose_solved(run, LM_POLICY_CROSS, solve_s, err);
+  for (int i = 0; i < run->ncases && st == LM_OK; i++) {
+    lm_eval_case *c = &run->cases[i];
+    int r = -1;
+    for (int v = 0; v < c->nvariants; v++)
+      if (isfinite(c->v[v].pred_roofline) &&
+          (r < 0 || c->v[v].pred_roofline < c->v[r].pred_roofline))
+        r = v;
+    c->choice[LM_POLICY_ROOFLINE] = r;
+    c->choice[LM_POLICY_RANDOM] = -1;
+    if ((st = choose_fixed(o, c, LM_POLICY_PROGRAM, fit_program, err)) ||
+        (st = choose_fixed(o, c, LM_POLICY_PACKET, fit_packet, err)) ||
+        (st = choose_fixed(o, c, LM_POLICY_INDUCTOR, fit_inductor, err)))
+      break;
+  }
+  return st;
+}

@@ -1,0 +1,510 @@
+/* The held-out report: one Markdown page that answers "does the plan hold
+ * up on work the model never saw, and where does it not?".
+ *
+ * It reads top to bottom as the argument goes: the setup (so a figure can
+ * be traced to a machine and a profile), the per-policy summary against
+ * the targets (geomean <= 3%, p90 <= 10%, max <= 25%, and better than every
+ * fixed policy and the heuristic), what the model saves a measured
+ * autotuner, what recalibrating another ISA target buys, every case, and
+ * last the misses: each case the plan loses more than the noise on, with
+ * the model term that made the wrong variant look better.  That term is
+ * the k maximising terms_k(best) - terms_k(chosen): the model predicted the
+ * chosen variant cheaper than the best one, and this is the term that
+ * contributed most to that wrong difference. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lanemap/heldout.h"
+
+#define TARGET_GEOMEAN 0.03
+#define TARGET_P90 0.10
+#define TARGET_MAX 0.25
+
+/* A time in ns, printed at a readable scale. */
+static const char *fmt_time(double ns, char buf[32]) {
+  if (!isfinite(ns))
+    snprintf(buf, 32, "-");
+  else if (ns < 1e3)
+    snprintf(buf, 32, "%.0f ns", ns);
+  else if (ns < 1e6)
+    snprintf(buf, 32, "%.2f us", ns / 1e3);
+  else if (ns < 1e9)
+    snprintf(buf, 32, "%.2f ms", ns / 1e6);
+  else
+    snprintf(buf, 32, "%.3f s", ns / 1e9);
+  return buf;
+}
+
+static const char *fmt_pct(double x, char buf[32]) {
+  if (!isfinite(x))
+    snprintf(buf, 32, "-");
+  else
+    snprintf(buf, 32, "%.1f%%", 100 * x);
+  return buf;
+}
+
+static int have_cross(const lm_eval_run *run) {
+  if (run->cross_isa)
+    return 1;
+  for (int i = 0; i < run->ncases; i++)
+    for (int j = 0; j < run->cases[i].nvariants; j++)
+      if (isfinite(run->cases[i].v[j].pred_cross))
+        return 1;
+  return 0;
+}
+
+/* The policies shown: cross-ISA only when the run has it. */
+static int shown(const lm_eval_run *run, lm_policy p) {
+  return p != LM_POLICY_CROSS || have_cross(run);
+}
+
+static lm_status stats_table(FILE *f, const lm_eval_run *run, const char *split,
+                             lm_error *err) {
+  char a[32], b[32], c[32], d[32];
+  fprintf(f, "| policy | cases | score | geomean | median | p90 | max | "
+             "within 3%% |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int p = 0; p < LM_POLICY__COUNT; p++) {
+    if (!shown(run, (lm_policy)p))
+      continue;
+    lm_regret_stats s;
+    lm_status st = lm_eval_policy_stats(run, (lm_policy)p, split, &s, err);
+    if (st != LM_OK)
+      return st;
+    if (s.n == 0) {
+      fprintf(f, "| %s | 0 | - | - | - | - | - | - |\n",
+              lm_policy_name((lm_policy)p));
+      continue;
+    }
+    fprintf(f, "| %s | %d | %.3f | %s | %s | %s | %s | %.0f%% |\n",
+            lm_policy_name((lm_policy)p), s.n, s.score, fmt_pct(s.geomean, a),
+            fmt_pct(s.median, b), fmt_pct(s.p90, c), fmt_pct(s.max, d),
+            100 * s.within);
+  }
+  fprintf(f, "\n");
+  return LM_OK;
+}
+
+/* The splits of the run, in order of first appearance. */
+static int splits_of(const lm_eval_run *run, const char **out, int cap) {
+  int n = 0;
+  for (int i = 0; i < run->ncases; i++) {
+    const char *s = run->cases[i].split;
+    if (!s)
+      continue;
+    int k = 0;
+    while (k < n && strcmp(out[k], s) != 0)
+      k++;
+    if (k == n && n < cap)
+      out[n++] = s;
+  }
+  return n;
+}
+
+static lm_status targets(FILE *f, const lm_eval_run *run, lm_error *err) {
+  lm_regret_stats plan;
+  lm_status st = lm_eval_policy_stats(run, LM_POLICY_PLAN, NULL, &plan, err);
+  if (st != LM_OK)
+    return st;
+  char a[32];
+  fprintf(f, "## Targets\n\n");
+  if (plan.n == 0) {
+    fprintf(f, "No case has a plan with a measured time.\n\n");
+    return LM_OK;
+  }
+  fprintf(f, "| target | plan | met |\n|---|---:|:---:|\n");
+  fprintf(f, "| geomean regret <= 3%% | %s | %s |\n", fmt_pct(plan.geomean, a),
+          plan.geomean <= TARGET_GEOMEAN ? "yes" : "**no**");
+  fprintf(f, "| p90 regret <= 10%% | %s | %s |\n", fmt_pct(plan.p90, a),
+          plan.p90 <= TARGET_P90 ? "yes" : "**no**");
+  fprintf(f, "| max regret <= 25%% | %s | %s |\n", fmt_pct(plan.max, a),
+          plan.max <= TARGET_MAX ? "yes" : "**no**");
+  static const lm_policy fixed[] = {LM_POLICY_PROGRAM, LM_POLICY_PACKET,
+                                    LM_POLICY_INDUCTOR};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+    lm_regret_stats s;
+    if ((st = lm_eval_policy_stats(run, fixed[i], NULL, &s, err)) != LM_OK)
+      return st;
+    if (s.n == 0)
+      continue;
+    /* "beats": a better geomean and a better time-weighted score */
+    int beats = plan.geomean < s.geomean && plan.score > s.score;
+    char g[32];
+    fprintf(f,
+            "| beats %s: geomean %s, score %.3f | geomean %s, score %.3f "
+            "| %s |\n",
+            lm_policy_name(fixed[i]), fmt_pct(s.geomean, a), s.score,
+            fmt_pct(plan.geomean, g), plan.score, beats ? "yes" : "**no**");
+  }
+  fprintf(f, "\n");
+  return LM_OK;
+}
+
+static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
+  int n = run->ncases, maxv = 0;
+  double *tb = malloc((size_t)(n > 0 ? n : 1) * sizeof *tb);
+  double *tt = malloc((size_t)(n > 0 ? n : 1) * sizeof *tt);
+  double *tr = malloc((size_t)(n > 0 ? n : 1) * sizeof *tr);
+  double *meas = NULL;
+  lm_status st = LM_OK;
+  char a[32], b[32];
+  if (!tb || !tt || !tr) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
+  fprintf(f, "## Measured autotuning\n\n"
+             "An autotuner with a budget of k measurements either measures "
+             "the k variants the calibrated model ranks first (model top-k) "
+             "or k variants drawn at random (random-k, its exact "
+             "expectation), and keeps the fastest it measured.\n\n"
+             "| k | model top-k score | geomean | within 3%% | random-k score "
+             "| geomean | within 3%% |\n"
+             "|---:|---:|---:|---:|---:|---:|---:|\n");
+  double top1 = NAN;
+  for (int k = 0; k < LM_AUTOTUNE_BUDGETS; k++) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      const lm_eval_case *c = &run->cases[i];
+      if (!isfinite(c->t_best) || !isfinite(c->t_top[k]) ||
+          !isfinite(c->t_rand[k]))
+        continue;
+      tb[m] = c->t_best;
+      tt[m] = c->t_top[k];
+      tr[m] = c->t_rand[k];
+      m++;
+    }
+    lm_regret_stats st_t, st_r;
+    if ((st = lm_regret_stats_compute(tb, tt, m, LM_REGRET_TIE, &st_t, err)) !=
+            LM_OK ||
+        (st = lm_regret_stats_compute(tb, tr, m, LM_REGRET_TIE, &st_r, err)) !=
+            LM_OK)
+      goto done;
+    if (m == 0)
+      break;
+    if (k == 0)
+      top1 = st_t.geomean;
+    fprintf(f, "| %d | %.3f | %s | %.0f%% | %.3f | %s | %.0f%% |\n",
+            lm_autotune_budget[k], st_t.score, fmt_pct(st_t.geomean, a),
+            100 * st_t.within, st_r.score, fmt_pct(st_r.geomean, b),
+            100 * st_r.within);
+  }
+  fprintf(f, "\n");
+  if (!isfinite(top1))
+    goto done;
+  /* The smallest random budget whose expected geomean regret is no worse
+   * than the model's single measurement (k clamped per case, so k = the
+   * largest case's variant count is the exhaustive search). */
+  for (int i = 0; i < n; i++)
+    if (run->cases[i].nvariants > maxv)
+      maxv = run->cases[i].nvariants;
+  if (!(meas = malloc((size_t)(maxv > 0 ? maxv : 1) * sizeof *meas))) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
+  int equal_k = -1;
+  double equal_g = NAN;
+  for (int k = 1; k <= maxv && equal_k < 0; k++) {
+    double slog = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      const lm_eval_case *c = &run->cases[i];
+      if (!isfinite(c->t_best) || !isfinite(c->t_top[0]))
+        continue;
+      int nm = 0;
+      for (int j = 0; j < c->nvariants; j++)
+        if (c->v[j].verified == 1 && isfinite(c->v[j].measured))
+          meas[nm++] = c->v[j].measured;
+      double e = lm_expected_min(meas, nm, k);
+      slog += log(e > c->t_best ? e / c->t_best : 1.0);
+      m++;
+    }
+    double g = m ? exp(slog / m) - 1 : NAN;
+    if (g <= top1 + 1e-12) {
+      equal_k = k;
+      equal_g = g;
+    }
+  }
+  if (equal_k > 0)
+    fprintf(f,
+            "The model's top-1 (geomean regret %s) equals random-k at "
+            "k = %d (geomean %s): measuring only the model's first pick "
+            "saves %d measurement%s per case.\n\n",
+            fmt_pct(top1, a), equal_k, fmt_pct(equal_g, b), equal_k - 1,
+            equal_k == 2 ? "" : "s");
+done:
+  free(tb);
+  free(tt);
+  free(tr);
+  free(meas);
+  return st;
+}
+
+/* Mean τ over cases of predictions pred(v) against measurements. */
+static double mean_tau(const lm_eval_run *run, int which) {
+  double sum = 0;
+  int m = 0;
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    double *x =
+        malloc((size_t)(c->nvariants > 0 ? c->nvariants : 1) * sizeof *x);
+    double *y =
+        malloc((size_t)(c->nvariants > 0 ? c->nvariants : 1) * sizeof *y);
+    int nv = 0;
+    for (int j = 0; x && y && j < c->nvariants; j++) {
+      const lm_eval_variant *v = &c->v[j];
+      if (v->verified != 1 || !isfinite(v->measured))
+        continue;
+      x[nv] = which == 0   ? v->predicted
+              : which == 1 ? v->pred_cross
+                           : v->pred_default;
+      y[nv++] = v->measured;
+    }
+    double t = x && y ? lm_kendall_tau(x, y, nv) : NAN;
+    free(x);
+    free(y);
+    if (isfinite(t)) {
+      sum += t;
+      m++;
+    }
+  }
+  return m ? sum / m : NAN;
+}
+
+static lm_status loio(FILE *f, const lm_eval_run *run, lm_error *err) {
+  if (!have_cross(run))
+    return LM_OK;
+  char a[32], b[32], c[32], d[32];
+  fprintf(f,
+          "## Leave-one-ISA-out\n\n"
+          "Evaluated on %s.  The cross-ISA plan uses the profile "
+          "calibrated on %s; the plan uses %s's own; the default profile "
+          "is uncalibrated.  The difference between the first two rows is "
+          "what recalibrating on the new target buys.\n\n"
+          "| profile | cases | score | geomean | p90 | max | mean τ |\n"
+          "|---|---:|---:|---:|---:|---:|---:|\n",
+          run->isa ? run->isa : "?", run->cross_isa ? run->cross_isa : "?",
+          run->isa ? run->isa : "?");
+  static const lm_policy ps[] = {LM_POLICY_CROSS, LM_POLICY_PLAN,
+                                 LM_POLICY_DEFAULT};
+  static const int which[] = {1, 0, 2};
+  for (int i = 0; i < 3; i++) {
+    lm_regret_stats s;
+    lm_status st = lm_eval_policy_stats(run, ps[i], NULL, &s, err);
+    if (st != LM_OK)
+      return st;
+    const char *name = i == 0   ? (run->cross_isa ? run->cross_isa : "other")
+                       : i == 1 ? (run->isa ? run->isa : "own")
+                                : "default";
+    double t = mean_tau(run, which[i]);
+    if (s.n == 0)
+      fprintf(f, "| %s | 0 | - | - | - | - | - |\n", name);
+    else
+      fprintf(f, "| %s (%s) | %d | %.3f | %s | %s | %s | %s |\n", name,
+              lm_policy_name(ps[i]), s.n, s.score, fmt_pct(s.geomean, a),
+              fmt_pct(s.p90, b), fmt_pct(s.max, c),
+              isfinite(t) ? (snprintf(d, sizeof d, "%.2f", t), d) : "-");
+  }
+  fprintf(f, "\n");
+  return LM_OK;
+}
+
+static const char *regret_cell(const lm_eval_case *c, lm_policy p,
+                               char buf[32]) {
+  if (p != LM_POLICY_RANDOM && c->choice[p] < 0)
+    return strcpy(buf, "-");
+  if (!isfinite(c->t_policy[p]))
+    return strcpy(buf, "unverified");
+  return fmt_pct(c->t_policy[p] / c->t_best - 1, buf);
+}
+
+static void shape_text(const lm_eval_case *c, char *buf, size_t n) {
+  snprintf(buf, n, "%lldx%lld%s%s", (long long)c->R, (long long)c->C,
+           c->extra ? " " : "", c->extra ? c->extra : "");
+}
+
+static void cases_table(FILE *f, const lm_eval_run *run) {
+  char a[32], b[32], sh[96];
+  fprintf(f, "## Cases\n\nRegret t/t_best - 1 per policy; τ is Kendall's "
+             "τ-b of the calibrated predictions against the measured times "
+             "of the verified variants.\n\n"
+             "| case | split | shape | verified | best variant | t_best | "
+             "plan variant");
+  for (int p = 0; p < LM_POLICY__COUNT; p++)
+    if (shown(run, (lm_policy)p))
+      fprintf(f, " | %s", lm_policy_name((lm_policy)p));
+  fprintf(f, " | τ |\n|---|---|---|---:|---|---:|---");
+  for (int p = 0; p < LM_POLICY__COUNT; p++)
+    if (shown(run, (lm_policy)p))
+      fprintf(f, "|---:");
+  fprintf(f, "|---:|\n");
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    int nver = 0;
+    for (int j = 0; j < c->nvariants; j++)
+      nver += c->v[j].verified == 1;
+    shape_text(c, sh, sizeof sh);
+    int pl = c->choice[LM_POLICY_PLAN];
+    fprintf(f, "| %s | %s | %s | %d/%d | `%s` | %s | %s%s%s", c->id,
+            c->split ? c->split : "-", sh, nver, c->nvariants,
+            c->best >= 0 ? c->v[c->best].variant : "-", fmt_time(c->t_best, a),
+            pl >= 0 ? "`" : "", pl >= 0 ? c->v[pl].variant : "-",
+            pl >= 0 ? "`" : "");
+    if (c->best < 0) {
+      fprintf(f, " | no variant measured");
+      for (int p = 1; p < LM_POLICY__COUNT; p++)
+        if (shown(run, (lm_policy)p))
+          fprintf(f, " |");
+      fprintf(f, " | |\n");
+      continue;
+    }
+    for (int p = 0; p < LM_POLICY__COUNT; p++)
+      if (shown(run, (lm_policy)p))
+        fprintf(f, " | %s", regret_cell(c, (lm_policy)p, b));
+    if (isfinite(c->tau))
+      fprintf(f, " | %.2f |\n", c->tau);
+    else
+      fprintf(f, " | - |\n");
+  }
+  fprintf(f, "\n");
+}
+
+static void misses(FILE *f, const lm_eval_run *run) {
+  char a[32], b[32], c1[32], c2[32], c3[32], c4[32], sh[96];
+  int nmiss = 0;
+  fprintf(f,
+          "## Misses\n\nEvery case where the plan loses more than %.0f%% "
+          "(flagged **>10%%** and **>25%%**, the p90 and max targets).  "
+          "The term named is the one by which the model wrongly favoured "
+          "its choice: the k maximising terms_k(best) - terms_k(chosen).\n"
+          "\n",
+          100 * LM_REGRET_TIE);
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    int ch = c->choice[LM_POLICY_PLAN];
+    if (c->best < 0 || ch < 0)
+      continue;
+    shape_text(c, sh, sizeof sh);
+    const lm_eval_variant *vc = &c->v[ch], *vb = &c->v[c->best];
+    if (!isfinite(c->t_policy[LM_POLICY_PLAN])) {
+      fprintf(f,
+              "- **%s** (%s): the plan's variant `%s` failed "
+              "verification; the best is `%s` at %s.\n",
+              c->id, sh, vc->variant, vb->variant, fmt_time(c->t_best, a));
+      nmiss++;
+      continue;
+    }
+    double r = c->t_policy[LM_POLICY_PLAN] / c->t_best - 1;
+    if (r <= LM_REGRET_TIE + 1e-9)
+      continue;
+    nmiss++;
+    fprintf(f,
+            "- **%s** (%s): regret %s%s: the plan chose `%s` (predicted "
+            "%s, measured %s), the best is `%s` (predicted %s, measured "
+            "%s).",
+            c->id, sh, fmt_pct(r, a),
+            r > TARGET_MAX   ? " **>25%**"
+            : r > TARGET_P90 ? " **>10%**"
+                             : "",
+            vc->variant, fmt_time(vc->predicted, c1),
+            fmt_time(vc->measured, c2), vb->variant,
+            fmt_time(vb->predicted, c3), fmt_time(vb->measured, c4));
+    int k = -1;
+    double gap = -INFINITY;
+    for (int t = 0; vb->terms && vc->terms && t < run->nterms; t++) {
+      double d = vb->terms[t] - vc->terms[t];
+      if (isfinite(d) && d > gap) {
+        gap = d;
+        k = t;
+      }
+    }
+    if (vc->predicted > vb->predicted * (1 + 1e-9))
+      fprintf(f,
+              " The model predicted the best cheaper (%s against %s): the "
+              "solver's choice is not the model's argmin here.\n",
+              fmt_time(vb->predicted, a), fmt_time(vc->predicted, b));
+    else if (k >= 0 && gap > 0)
+      fprintf(f,
+              " Mispredicting term: **%s**, %s for the best against %s "
+              "for the chosen.\n",
+              run->term_names && run->term_names[k] ? run->term_names[k] : "?",
+              fmt_time(vb->terms[k], a), fmt_time(vc->terms[k], b));
+    else
+      fprintf(f, " The model predicts both alike, term by term: a tie the "
+                 "solver broke.\n");
+  }
+  if (nmiss == 0)
+    fprintf(f,
+            "None: the plan is within %.0f%% of the best on every "
+            "case.\n",
+            100 * LM_REGRET_TIE);
+  fprintf(f, "\n");
+}
+
+lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
+                               lm_error *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return lm_error_set(err, LM_ESYS, "report: out of memory");
+  lm_status st = LM_OK;
+  const char *splits[16];
+  int nsplits = splits_of(run, splits, 16);
+  int nmeasured = 0;
+  for (int i = 0; i < run->ncases; i++)
+    nmeasured += isfinite(run->cases[i].t_best);
+  fprintf(f, "# Held-out evaluation\n\n## Setup\n\n");
+  fprintf(f, "- ISA target: %s\n", run->isa ? run->isa : "?");
+  fprintf(f, "- profile: %s, fingerprint %s\n",
+          run->profile_mode ? run->profile_mode : "?",
+          run->fingerprint ? run->fingerprint : "?");
+  if (run->cross_isa)
+    fprintf(f, "- cross-ISA profile: %s\n", run->cross_isa);
+  fprintf(f, "- cases: %d (%d measured)", run->ncases, nmeasured);
+  for (int s = 0; s < nsplits; s++) {
+    int m = 0;
+    for (int i = 0; i < run->ncases; i++)
+      m += run->cases[i].split && strcmp(run->cases[i].split, splits[s]) == 0;
+    fprintf(f, "%s%d %s", s == 0 ? ": " : ", ", m, splits[s]);
+  }
+  fprintf(f,
+          "\n- stage times: calibrate %.1f s%s, measure %.1f s, total "
+          "%.1f s\n\n",
+          run->calibrate_s, run->calibrate_s == 0 ? " (cached profile)" : "",
+          run->measure_s, run->total_s);
+  if ((st = targets(f, run, err)) != LM_OK)
+    goto done;
+  fprintf(f, "## Policies\n\nRegret t(chosen)/t(best) - 1 per case; score "
+             "is Σt_best/Σt_chosen; random is the expectation of a uniform "
+             "pick.\n\n### All cases\n\n");
+  if ((st = stats_table(f, run, NULL, err)) != LM_OK)
+    goto done;
+  for (int s = 0; s < nsplits; s++) {
+    fprintf(f, "### Split %s\n\n", splits[s]);
+    if ((st = stats_table(f, run, splits[s], err)) != LM_OK)
+      goto done;
+  }
+  if ((st = autotune(f, run, err)) != LM_OK ||
+      (st = loio(f, run, err)) != LM_OK)
+    goto done;
+  cases_table(f, run);
+  misses(f, run);
+done:
+  if (fclose(f) != 0 && st == LM_OK)
+    st = lm_error_set(err, LM_ESYS, "report: out of memory");
+  if (st == LM_OK) {
+    size_t dl = strlen(dir);
+    char *path = malloc(dl + 16);
+    if (!path) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+    } else {
+      snprintf(path, dl + 16, "%s/report.md", dir);
+      st = lm_file_write_atomic(path, buf, len, err);
+      free(path);
+    }
+  }
+  free(buf);
+  return st;
+}

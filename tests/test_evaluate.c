@@ -1,0 +1,216 @@
+/* Claims about `lanemap evaluate`, the main job, on a tiny case list with the
+ * uncalibrated default profile (so no test calibrates): it writes a report,
+ * plots and records; it resumes from its records, re-measuring only cases
+ * whose records are incomplete; sharded runs merge into the unsharded set;
+ * and bad options exit 2 with a message. */
+#include "tests/support/run.h"
+
+#include <cjson/cJSON.h>
+
+#include "lanemap/calibrate.h"
+#include "lanemap/profile.h"
+
+#define CASES LANEMAP_SOURCE_DIR "/tests/fixtures/eval/cases.json"
+
+TestSuite(evaluate, .init = run_tmp_make, .fini = run_tmp_remove,
+          .timeout = 900);
+
+/* The default profile of the host target, saved as a file. */
+static const char *default_profile(void) {
+  static char path[700];
+  lm_profile *p = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &p, &err), LM_OK, "%s",
+               err.msg);
+  snprintf(path, sizeof path, "%s", run_tmp("profile.json"));
+  cr_assert_eq(lm_profile_save(p, path, &err), LM_OK, "%s", err.msg);
+  lm_profile_free(p);
+  return path;
+}
+
+static run_result evaluate(const char *out, const char *extra) {
+  const char *prof = default_profile();
+  if (extra)
+    return RUN("evaluate", "--quick", "--cases", CASES, "--isa", "host",
+               "--profile", prof, "--out", out, extra);
+  return RUN("evaluate", "--quick", "--cases", CASES, "--isa", "host",
+             "--profile", prof, "--out", out);
+}
+
+static int strcmp_ptr(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The (case, variant) keys of a records file, sorted, one per line. */
+static char *record_keys(const char *path) {
+  char *text = run_slurp(path);
+  char **keys = NULL;
+  int n = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    cJSON *j = cJSON_Parse(line);
+    cr_assert_not_null(j, "%s: bad line %s", path, line);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(j, "case"));
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(j, "variant"));
+    cr_assert(id && v, "%s: %s", path, line);
+    keys = realloc(keys, sizeof *keys * (size_t)(n + 1));
+    keys[n] = malloc(strlen(id) + strlen(v) + 2);
+    sprintf(keys[n++], "%s %s", id, v);
+    cJSON_Delete(j);
+  }
+  qsort(keys, (size_t)n, sizeof *keys, strcmp_ptr);
+  size_t len = 1;
+  for (int i = 0; i < n; i++)
+    len += strlen(keys[i]) + 1;
+  char *all = calloc(1, len);
+  for (int i = 0; i < n; i++)
+    if (i == 0 || strcmp(keys[i], keys[i - 1]) != 0)
+      strcat(strcat(all, keys[i]), "\n");
+  for (int i = 0; i < n; i++)
+    free(keys[i]);
+  free(keys);
+  free(text);
+  return all;
+}
+
+Test(evaluate, writes_the_report_records_and_summary) {
+  char out[600];
+  snprintf(out, sizeof out, "%s", run_tmp("out"));
+  run_result r = evaluate(out, NULL);
+  cr_assert_eq(r.code, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+  cr_expect(strstr(r.out, "evaluate  host") != NULL, "%s", r.out);
+  cr_expect(strstr(r.out, "plan") && strstr(r.out, "always-program") &&
+                strstr(r.out, "inductor-like"),
+            "%s", r.out);
+  char path[700];
+  snprintf(path, sizeof path, "%s/report.md", out);
+  cr_expect(run_exists(path), "%s missing", path);
+  snprintf(path, sizeof path, "%s/host/report.md", out);
+  cr_expect(run_exists(path), "%s missing", path);
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  char *keys = record_keys(path);
+  /* 3 cases, every legal variant of each */
+  int lines = run_count_lines(keys, " x86-64") + run_count_lines(keys, " host");
+  cr_expect_gt(lines, 3 * 4, "%s", keys);
+  cr_expect_eq(run_count_lines(keys, "geglu-3x11 "),
+               run_count_lines(keys, "sqrelu_scale-1x17 "), "%s", keys);
+  free(keys);
+  run_free(&r);
+}
+
+Test(evaluate, resumes_finished_cases_and_remeasures_incomplete_ones) {
+  char out[600];
+  snprintf(out, sizeof out, "%s", run_tmp("out"));
+  run_result r = evaluate(out, NULL);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  char records[700];
+  snprintf(records, sizeof records, "%s/host/records.jsonl", out);
+  char *before = record_keys(records);
+
+  r = evaluate(out, NULL);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "resume    host       3 of 3 cases") != NULL, "%s",
+            r.out);
+  cr_expect(strstr(r.out, "0 measured now") != NULL, "%s", r.out);
+  run_free(&r);
+
+  /* Cut the file inside the last case, mid-line, as a kill would. */
+  char *text = run_slurp(records);
+  size_t len = strlen(text);
+  char *cut = text + len - 1;
+  for (int nl = 0; cut > text && nl < 3; cut--)
+    nl += *cut == '\n';
+  cut[12] = 0; /* keep 10 bytes of a line, no newline */
+  FILE *f = fopen(records, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  free(text);
+
+  r = evaluate(out, NULL);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "resume    host       2 of 3 cases") != NULL, "%s",
+            r.out);
+  cr_expect(strstr(r.out, "1 measured now") != NULL, "%s", r.out);
+  run_free(&r);
+  char *after = record_keys(records);
+  cr_expect_str_eq(after, before);
+  free(before);
+  free(after);
+
+  r = evaluate(out, "--fresh");
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "3 measured now") != NULL, "%s", r.out);
+  run_free(&r);
+}
+
+Test(evaluate, sharded_runs_merge_into_the_unsharded_records) {
+  char all[600], s0[600], s1[600], merged[600];
+  snprintf(all, sizeof all, "%s", run_tmp("all"));
+  snprintf(s0, sizeof s0, "%s", run_tmp("s0"));
+  snprintf(s1, sizeof s1, "%s", run_tmp("s1"));
+  snprintf(merged, sizeof merged, "%s", run_tmp("merged"));
+  run_result r = evaluate(all, NULL);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  r = evaluate(s0, "--shard=0/2");
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  r = evaluate(s1, "--shard=1/2");
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  char d0[700], d1[700], p[700];
+  snprintf(d0, sizeof d0, "%s/host", s0);
+  snprintf(d1, sizeof d1, "%s/host", s1);
+  r = RUN("merge", "-o", merged, d0, d1);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/host/records.jsonl", all);
+  char *want = record_keys(p);
+  snprintf(p, sizeof p, "%s/records.jsonl", merged);
+  char *got = record_keys(p);
+  cr_expect_str_eq(got, want);
+  free(want);
+  free(got);
+}
+
+Test(evaluate, bad_options_exit_2_naming_the_option) {
+  const char *prof = default_profile();
+  struct {
+    const char *args[6];
+    const char *msg;
+  } bad[] = {
+      {{"--shard", "2/2"}, "--shard"},
+      {{"--shard", "x"}, "--shard"},
+      {{"--isa", "vax"}, "vax"},
+      {{"--isa", "host,host"}, "twice"},
+      {{"--isa", "avx2,host", "--profile", prof}, "--profile"},
+      {{"--cases", "/nonexistent/cases.json"}, "/nonexistent/cases.json"},
+      {{"--bogus"}, "--bogus"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char o[600];
+    snprintf(o, sizeof o, "%s", run_tmp("o"));
+    const char *argv[12] = {"evaluate", "--out", o};
+    int n = 3;
+    for (int j = 0; j < 6 && bad[i].args[j]; j++)
+      argv[n++] = bad[i].args[j];
+    argv[n] = NULL;
+    run_result r = run_cli(argv);
+    cr_expect_eq(r.code, 2, "case %zu: %s", i, r.err);
+    cr_expect(strstr(r.err, bad[i].msg) != NULL, "case %zu: %s", i, r.err);
+    run_free(&r);
+  }
+}
+
+Test(evaluate, an_unwritable_output_folder_exits_3) {
+  char file[600];
+  snprintf(file, sizeof file, "%s", run_tmp("plain-file"));
+  run_write(file, "x");
+  char out[700];
+  snprintf(out, sizeof out, "%s/sub", file);
+  run_result r = evaluate(out, NULL);
+  cr_expect_eq(r.code, 3, "%s", r.err);
+  cr_expect(strstr(r.err, "cannot create") != NULL, "%s", r.err);
+  run_free(&r);
+}
