@@ -188,6 +188,9 @@ static lm_status resume(const char *records, lm_eval_run *run,
         c->v[v].verified = p->v[v].verified;
         c->v[v].measured = p->v[v].measured;
         c->v[v].spread = p->v[v].spread;
+        c->v[v].times = p->v[v].times; /* moved */
+        c->v[v].ntimes = p->v[v].ntimes;
+        p->v[v].times = NULL;
       }
       done[i] = 1;
       ++*ndone;

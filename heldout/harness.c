@@ -390,6 +390,11 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
       lm_eval_variant *ev = &c->v[idx[j]];
       ev->measured = s->p50;
       ev->spread = s->spread;
+      free(ev->times);
+      ev->times = malloc(sizeof *ev->times * (size_t)tr.nsamples);
+      ev->ntimes = ev->times ? tr.nsamples : 0;
+      if (ev->times)
+        memcpy(ev->times, s->samples, sizeof *ev->times * (size_t)tr.nsamples);
     }
   }
   if (failures)

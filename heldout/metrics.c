@@ -275,6 +275,7 @@ void lm_eval_case_free(lm_eval_case *c) {
   for (int i = 0; c->v && i < c->nvariants; i++) {
     free(c->v[i].variant);
     free(c->v[i].terms);
+    free(c->v[i].times);
   }
   free(c->v);
   free(c->id);

@@ -76,6 +76,9 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
     r->isa = dup_or_null(c->isa, &ok);
     r->fingerprint = dup_or_null(fingerprint, &ok);
     r->predicted = isfinite(v->predicted) ? v->predicted * 1e-9 : NAN;
+    if (v->verified == 1 && v->ntimes > 0 &&
+        (st = lm_record_set_samples(r, v->times, v->ntimes, err)) != LM_OK)
+      goto error;
     r->median =
         v->verified == 1 && isfinite(v->measured) ? v->measured * 1e-9 : NAN;
     r->verified = v->verified;
@@ -309,6 +312,15 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
       }
       v->verified = r->verified;
       v->measured = isfinite(r->median) ? r->median * 1e9 : NAN;
+      if (r->ntimes > 0) {
+        if (!(v->times = malloc(sizeof *v->times * (size_t)r->ntimes))) {
+          st = lm_error_set(err, LM_ESYS, "out of memory");
+          goto error;
+        }
+        for (int t = 0; t < r->ntimes; t++)
+          v->times[t] = r->times[t] * 1e9;
+        v->ntimes = r->ntimes;
+      }
       v->predicted = isfinite(r->predicted) ? r->predicted * 1e9 : NAN;
       if ((st = num_field(r, ri, "pred_cross", 1e9, &v->pred_cross, err)) !=
               LM_OK ||

@@ -90,6 +90,8 @@ typedef struct lm_eval_variant {
   double pred_default; /* ns, uncalibrated default profile */
   double pred_roofline; /* ns, roofline-only model */
   double *terms;       /* [run->nterms] calibrated breakdown, ns per term */
+  double *times;       /* [ntimes] the timing samples, ns per call; NULL */
+  int ntimes;          /* if untimed */
 } lm_eval_variant;
 
 /* Number of measured-autotuning budgets reported, and the budgets. */
