@@ -23,6 +23,8 @@ int cmd_emit(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_solve(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 
 /* ---- variant selection (cli/variants.c) ----------------------------------

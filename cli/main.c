@@ -33,6 +33,8 @@ static const cli_command commands[] = {
      cmd_calibrate},
     {"predict", "predict and rank variants, with --explain per term",
      cmd_predict},
+    {"solve", "choose variants and a dispatch per shape for a workload", cmd_solve},
+    {"compile", "compile a plan: JIT every planned variant, or --aot DIR", cmd_compile},
     {"merge", "merge the records of shards into one records.jsonl", cmd_merge},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

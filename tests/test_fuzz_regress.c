@@ -11,6 +11,9 @@
 
 #include "lanemap/core.h"
 #include "tests/fuzz/fuzz_checks.c"
+#define LM_FUZZ_NO_ENTRY
+#include "tests/fuzz/fuzz_plan.c"
+#include "tests/fuzz/fuzz_workload.c"
 
 typedef const char *(*fuzz_check)(const uint8_t *, size_t);
 
@@ -39,14 +42,16 @@ static int replay_dir(const char *dir, fuzz_check check) {
   return n;
 }
 
-static int replay(const char *fuzzer, fuzz_check check) {
+/* The corpus and regression inputs of one fuzzer, kept under the folder
+ * name `name` (fuzz_kernel, ..., or workload and plan). */
+static int replay(const char *name, fuzz_check check) {
   char dir[4096];
   int n = 0;
   snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/%s", LANEMAP_SOURCE_DIR,
-           fuzzer);
+           name);
   n += replay_dir(dir, check);
   snprintf(dir, sizeof dir, "%s/tests/fuzz/regress/%s", LANEMAP_SOURCE_DIR,
-           fuzzer);
+           name);
   n += replay_dir(dir, check);
   return n;
 }
@@ -64,4 +69,13 @@ Test(fuzz_regress, every_variant_input_round_trips_through_the_formatter) {
 Test(fuzz_regress, every_profile_input_round_trips_through_json) {
   cr_assert_gt(replay("fuzz_profile", lm_fuzz_check_profile), 0,
                "no profile corpus found");
+}
+
+Test(fuzz_regress, every_workload_input_round_trips_through_json) {
+  cr_assert_gt(replay("workload", lm_fuzz_check_workload), 0,
+               "no workload corpus found");
+}
+
+Test(fuzz_regress, every_plan_input_round_trips_through_json) {
+  cr_assert_gt(replay("plan", lm_fuzz_check_plan), 0, "no plan corpus found");
 }

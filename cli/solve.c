@@ -1,0 +1,254 @@
+/* lanemap solve: price every variant of every kernel of a workload at
+ * every bucket, choose the variants to compile and each bucket's variant
+ * within the budgets (solver/), and write the plan. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "lanemap/calibrate.h"
+#include "lanemap/plan.h"
+
+/* cli/predict.c: the profile file given, else the cached one for the ISA. */
+lm_status cli_profile_for(const char *path, int use_default, lm_isa isa,
+                          lm_profile **out, lm_error *err);
+
+static const char usage[] =
+    "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
+    "                    [--threshold] [--robust] [--time-limit S] [--mip-gap G]\n"
+    "                    [--method auto|joint] [--no-presolve] [--no-prune]\n"
+    "                    [--json] [--verbose]\n"
+    "  Predict every (kernel, bucket, variant), choose what to compile and which\n"
+    "  variant each bucket runs, and write the plan (lanemap.plan/1).\n"
+    "  --profile P        price with this profile (default: the cached profile of\n"
+    "                     this machine for each ISA of the workload)\n"
+    "  --default-profile  the uncalibrated named defaults\n"
+    "  --threshold        dispatch by R thresholds (contiguous runs per variant)\n"
+    "  --robust           minimise the worst case over the bootstrap profiles\n"
+    "  --time-limit S     seconds for the whole solve (default 10)\n"
+    "  --mip-gap G        relative gap at which a MIP stops (default 0)\n"
+    "  --method joint     one MIP over all kernels (reference formulation)\n"
+    "  --no-presolve      GLPK's MIP presolver off\n"
+    "  --no-prune         keep dominated variants\n"
+    "  --json             the report as one JSON object on stdout\n"
+    "  --verbose          GLPK's terminal output\n"
+    "exit codes: 0 plan written, 1 no plan within the time limit, 2 bad input or\n"
+    "            budgets no plan meets, 3 I/O\n";
+
+static lm_status parse_pos(const char *what, const char *text, double *out,
+                           int allow_zero, lm_error *err) {
+  char *end = NULL;
+  double x = strtod(text, &end);
+  if (!text[0] || *end || !isfinite(x) || x < 0 || (!allow_zero && x == 0))
+    return lm_error_set(err, LM_EINPUT, "%s: expected a number %s 0, got '%s'", what,
+                        allow_zero ? ">=" : ">", text);
+  *out = x;
+  return LM_OK;
+}
+
+int cmd_solve(int argc, char **argv) {
+  const char *file = NULL, *outp = NULL, *prof = NULL;
+  int dflt = 0, json = 0;
+  lm_error err = {0};
+  lm_solve_opts so;
+  lm_solve_defaults(&so);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val;
+    int r = 0;
+    if (cli_arg_is_help(a)) {
+      fputs(usage, stdout);
+      return LM_OK;
+    }
+    if ((r = cli_arg_value(argc, argv, &i, "-o", &val)) ||
+        (r = cli_arg_value(argc, argv, &i, "--output", &val)))
+      outp = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val)))
+      prof = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--time-limit", &val))) {
+      if (r > 0 && parse_pos("--time-limit", val, &so.time_limit, 0, &err) != LM_OK)
+        return cli_usage_error(usage, "solve", "%s", err.msg);
+    } else if ((r = cli_arg_value(argc, argv, &i, "--mip-gap", &val))) {
+      if (r > 0 && parse_pos("--mip-gap", val, &so.mip_gap, 1, &err) != LM_OK)
+        return cli_usage_error(usage, "solve", "%s", err.msg);
+    } else if ((r = cli_arg_value(argc, argv, &i, "--method", &val))) {
+      if (r > 0 && strcmp(val, "auto") == 0)
+        so.method = LM_SOLVE_AUTO;
+      else if (r > 0 && strcmp(val, "joint") == 0)
+        so.method = LM_SOLVE_JOINT_MIP;
+      else if (r > 0)
+        return cli_usage_error(usage, "solve", "--method: expected auto or joint, got '%s'",
+                               val);
+    } else if (cli_arg_flag(a, "--default-profile"))
+      dflt = r = 1;
+    else if (cli_arg_flag(a, "--threshold"))
+      so.threshold = r = 1;
+    else if (cli_arg_flag(a, "--robust"))
+      so.robust = r = 1;
+    else if (cli_arg_flag(a, "--no-presolve"))
+      so.presolve = 0, r = 1;
+    else if (cli_arg_flag(a, "--no-prune"))
+      so.prune = 0, r = 1;
+    else if (cli_arg_flag(a, "--json"))
+      json = r = 1;
+    else if (cli_arg_flag(a, "--verbose"))
+      so.verbose = r = 1;
+    else if (a[0] == '-' && a[1])
+      return cli_usage_error(usage, "solve", "unknown option '%s'", a);
+    else if (!file)
+      file = a, r = 1;
+    else
+      return cli_usage_error(usage, "solve", "more than one workload file");
+    if (r < 0)
+      return LM_EINPUT;
+  }
+  if (!file)
+    return cli_usage_error(usage, "solve", "no workload file given");
+  if (!outp)
+    return cli_usage_error(usage, "solve", "-o PLAN is required");
+  if (prof && dflt)
+    return cli_usage_error(usage, "solve", "--profile and --default-profile exclude each other");
+
+  lm_workload *w = NULL;
+  lm_profile *owned[LM_ISA__COUNT] = {0};
+  const lm_profile *profs[LM_ISA__COUNT] = {0};
+  lm_plan_problem pp = {0};
+  lm_solve_result res = {0};
+  int have_res = 0;
+  lm_plan *plan = NULL;
+  lm_status s = lm_workload_load(file, &w, &err);
+  if (s != LM_OK)
+    goto done;
+  for (int i = 0; i < w->nisa && s == LM_OK; i++) {
+    if (prof && i > 0) { /* one file prices every ISA */
+      profs[i] = profs[0];
+      continue;
+    }
+    if ((s = cli_profile_for(prof, dflt, w->isa[i], &owned[i], &err)) != LM_OK)
+      break;
+    profs[i] = owned[i];
+    const lm_profile *p = profs[i];
+    char cached[1024] = "the cached profile";
+    lm_error perr = {0};
+    if (!prof && !dflt &&
+        lm_profile_cache_path(lm_isa_name(w->isa[i]), lm_profile_get_mode(p), cached,
+                              sizeof cached, &perr) != LM_OK)
+      snprintf(cached, sizeof cached, "the cached profile");
+    fprintf(stderr, "lanemap solve: profile for %s: %s (%s, ISA %s, fingerprint %s)\n",
+            lm_isa_name(w->isa[i]), prof ? prof : dflt ? "the uncalibrated defaults" : cached,
+            lm_profile_mode_name(lm_profile_get_mode(p)), lm_profile_get_isa(p),
+            lm_profile_get_fingerprint(p)->hash);
+  }
+  if (s != LM_OK)
+    goto done;
+  lm_plan_build_opts bo = {so.robust};
+  if ((s = lm_plan_problem_build(w, profs, &bo, &pp, &err)) != LM_OK)
+    goto done;
+  int nb = 0, nv = 0;
+  for (int k = 0; k < w->nkernels; k++)
+    nb += pp.k[k].nbuckets, nv += pp.k[k].nvariants;
+  if (!json)
+    printf("workload %s: %d kernels, %d buckets, %d candidate variants, %d cost "
+           "scenario%s%s\n",
+           file, w->nkernels, nb, nv, pp.p.nscenarios, pp.p.nscenarios > 1 ? "s" : "",
+           pp.unpredictable ? " (some cells unpredictable: not allowed)" : "");
+  s = lm_solve(&pp.p, &so, &res, &err);
+  if (s != LM_OK) {
+    if (s == LM_EINPUT) {
+      lm_error e = err;
+      int n = snprintf(err.msg, sizeof err.msg, "%s; kernels:", e.msg);
+      for (int k = 0; k < w->nkernels && n < (int)sizeof err.msg - 80; k++)
+        n += snprintf(err.msg + n, sizeof err.msg - (size_t)n, " %d = %s%s", k,
+                      w->kernels[k].k->name, k + 1 < w->nkernels ? "," : "");
+    }
+    goto done;
+  }
+  have_res = 1;
+  if ((s = lm_plan_from_result(w, profs, &pp, &so, &res, &plan, &err)) != LM_OK)
+    goto done;
+  if ((s = lm_plan_save(plan, outp, &err)) != LM_OK)
+    goto done;
+  int ncomp = 0;
+  for (int k = 0; k < plan->nkernels; k++)
+    ncomp += plan->kernels[k].nvariants;
+  double excess = isfinite(res.greedy_objective) && res.objective > 0
+                      ? 100 * (res.greedy_objective / res.objective - 1)
+                      : INFINITY;
+  if (json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "schema", "lanemap.solve/1");
+    cJSON_AddStringToObject(j, "workload", file);
+    cJSON_AddStringToObject(j, "plan", outp);
+    cJSON_AddStringToObject(j, "status", lm_solve_status_name(res.status));
+    cJSON_AddNumberToObject(j, "time_s", res.time_s);
+    cJSON_AddNumberToObject(j, "objective_ns", res.objective);
+    if (isfinite(res.greedy_objective))
+      cJSON_AddNumberToObject(j, "greedy_objective_ns", res.greedy_objective);
+    else
+      cJSON_AddNullToObject(j, "greedy_objective_ns");
+    if (isfinite(res.gap))
+      cJSON_AddNumberToObject(j, "gap", res.gap);
+    else
+      cJSON_AddNullToObject(j, "gap");
+    if (isfinite(res.bound))
+      cJSON_AddNumberToObject(j, "bound_ns", res.bound);
+    else
+      cJSON_AddNullToObject(j, "bound_ns");
+    cJSON_AddNumberToObject(j, "kernels", w->nkernels);
+    cJSON_AddNumberToObject(j, "buckets", nb);
+    cJSON_AddNumberToObject(j, "candidates", nv);
+    cJSON_AddNumberToObject(j, "compiled", ncomp);
+    cJSON_AddNumberToObject(j, "compile_total_ms", res.compile_total);
+    cJSON_AddNumberToObject(j, "mip_solves", res.mip_solves);
+    cJSON_AddNumberToObject(j, "nodes", (double)res.nodes);
+    cJSON_AddNumberToObject(j, "pruned", res.pruned);
+    char *t = cJSON_PrintUnformatted(j);
+    puts(t);
+    free(t);
+    cJSON_Delete(j);
+  } else {
+    if (res.status == LM_SOLVE_OPTIMAL)
+      printf("status: optimal (gap 0)\n");
+    else if (res.status == LM_SOLVE_FEASIBLE)
+      printf("status: feasible, MIP gap %.4g%% (bound %.6g ns)\n", 100 * res.gap,
+             res.bound);
+    else if (isfinite(res.gap))
+      printf("status: time limit hit after %.3g s: the plan is the incumbent, gap "
+             "%.4g%% (bound %.6g ns)\n",
+             so.time_limit, 100 * res.gap, res.bound);
+    else
+      printf("status: time limit hit after %.3g s: the plan is the incumbent, no "
+             "bound proven\n",
+             so.time_limit);
+    printf("solve time %.3g ms (%d MIPs, %ld nodes, %d variants pruned)\n", 1e3 * res.time_s,
+           res.mip_solves, res.nodes, res.pruned);
+    printf("objective %.6g (sum of weight x predicted ns); greedy %.6g (%+.2f%%)\n", res.objective,
+           res.greedy_objective, excess);
+    printf("compile: %d variants, %.0f ms predicted%s\n", ncomp, res.compile_total,
+           w->compile_budget_variants >= 0 ? " (budget in variants: 1 per variant)" : "");
+    for (int k = 0; k < plan->nkernels; k++) {
+      const lm_plan_kernel *pk = &plan->kernels[k];
+      printf("  %s: %d bucket%s -> %d variant%s\n", pk->name, pk->nbuckets,
+             pk->nbuckets == 1 ? "" : "s", pk->nvariants, pk->nvariants == 1 ? "" : "s");
+      for (int v = 0; v < pk->nvariants; v++) {
+        int cnt = 0;
+        for (int b = 0; b < pk->nbuckets; b++)
+          cnt += pk->buckets[b].variant == v;
+        printf("    [%d] %-60s %d bucket%s\n", v, pk->variants[v], cnt, cnt == 1 ? "" : "s");
+      }
+    }
+    printf("wrote %s\n", outp);
+  }
+done:
+  if (s != LM_OK)
+    fprintf(stderr, "lanemap solve: %s\n", err.msg);
+  lm_plan_free(plan);
+  if (have_res)
+    lm_solve_result_free(&res);
+  lm_plan_problem_free(&pp);
+  for (int i = 0; i < LM_ISA__COUNT; i++)
+    lm_profile_free(owned[i]);
+  lm_workload_free(w);
+  return s;
+}

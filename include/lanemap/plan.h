@@ -1,0 +1,159 @@
+/* lanemap plans: what the solver decided for a workload, and how it got
+ * there (DESIGN.md §11).
+ *
+ *   workload × profiles --lm_plan_problem_build--> lm_solve_problem
+ *        --lm_solve--> lm_solve_result --lm_plan_from_result--> lm_plan
+ *
+ * A plan holds, per kernel, the kernel file and a hash of its source, the
+ * variant strings to compile, every bucket's shape with the index of the
+ * variant it runs and its predicted cost, and with thresholded dispatch the
+ * R thresholds; plus the profiles' fingerprints, the mode and the solver's
+ * report.  On disk it is one JSON file, schema "lanemap.plan/1", written
+ * atomically; docs/solver.md explains how to read one.  The backend turns
+ * a plan into launchable code (lanemap/dispatch.h). */
+#ifndef LANEMAP_PLAN_H
+#define LANEMAP_PLAN_H
+
+#include <stdbool.h>
+
+#include "lanemap/profile.h"
+#include "lanemap/solver.h"
+#include "lanemap/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LM_PLAN_SCHEMA "lanemap.plan/1"
+
+/* ---- problem building ---------------------------------------------------- */
+
+/* One kernel of a built problem: its candidates and the bucket order the
+ * solver sees (by C, then R, so that thresholds run over R). */
+typedef struct lm_plan_pkernel {
+  lm_variant *variants; /* [nvariants], enumerated per allowed ISA and worker count */
+  int nvariants;
+  int *order;    /* [nbuckets]: solver bucket s is workload bucket order[s] */
+  double *weight; /* [nbuckets], in solver order */
+  double *cost;   /* [nscenarios][nbuckets][nvariants] ns */
+  double *compile_cost; /* [nvariants] ms (1 each with a budget in variants) */
+} lm_plan_pkernel;
+
+typedef struct lm_plan_problem {
+  lm_solve_problem p;   /* borrows the arrays below */
+  lm_solve_kernel *k;   /* [nkernels] */
+  lm_plan_pkernel *pk;  /* [nkernels] */
+  int robust;           /* scenario 0 the point prediction, j >= 1 bootstrap j-1 */
+  int unpredictable;    /* (kernel, bucket, variant) cells whose features failed */
+} lm_plan_problem;
+
+typedef struct lm_plan_build_opts {
+  int robust; /* one scenario per bootstrap resample of the profiles */
+} lm_plan_build_opts;
+
+/* Predict every (kernel, bucket, variant) of a bound workload.  profiles[i]
+ * prices the variants of w->isa[i] (the same profile may be passed for
+ * several).  Features are counted once per cell and evaluated per
+ * scenario.  Robust mode needs every profile to hold the same number >= 1
+ * of bootstrap vectors.  A cell whose features cannot be counted is not
+ * allowed (INFINITY) and counted in `unpredictable`. */
+lm_status lm_plan_problem_build(lm_keep const lm_workload *w,
+                                lm_keep const lm_profile *const *profiles,
+                                const lm_plan_build_opts *o,
+                                lm_plan_problem *out, lm_error *err);
+void lm_plan_problem_free(lm_plan_problem *pp);
+
+/* ---- plans --------------------------------------------------------------- */
+
+typedef struct lm_plan_bucket {
+  int64_t R, C;
+  double weight;
+  int variant;         /* index into the kernel's variants */
+  double predicted_ns; /* of that variant, scenario 0 */
+} lm_plan_bucket;
+
+/* Thresholded dispatch at one C: runs[i] starts at R >= from_R[i]. */
+typedef struct lm_plan_threshold {
+  int64_t C;
+  int nruns;
+  int64_t *from_R; /* increasing; from_R[0] is the smallest bucket R */
+  int *variant;
+} lm_plan_threshold;
+
+typedef struct lm_plan_kernel {
+  char *name;   /* the kernel's name */
+  char *path;   /* the kernel file, absolute when the plan was made */
+  char *hash;   /* 16 hex digits, FNV-1a of the file's bytes */
+  char *extra;  /* NULL or "H=64" */
+  char **variants; /* the variant strings to compile */
+  int nvariants;
+  lm_plan_bucket *buckets; /* in the workload's order */
+  int nbuckets;
+  lm_plan_threshold *thresholds; /* with threshold mode, one per C */
+  int nthresholds;
+} lm_plan_kernel;
+
+/* One profile a plan was priced with. */
+typedef struct lm_plan_profile {
+  char isa[32];         /* the ISA target it priced */
+  char fingerprint[17]; /* its machine fingerprint hash */
+  char mode[16];        /* "default", "quick", "full" */
+} lm_plan_profile;
+
+typedef struct lm_plan {
+  char *workload; /* the workload file it was made from ("" if built in code) */
+  lm_plan_profile profiles[LM_ISA__COUNT];
+  int nprofiles;
+  int threshold, robust, scenarios;
+  /* the solver's report */
+  char status[16]; /* lm_solve_status_name */
+  double objective, greedy_objective, bound, gap, time_s, compile_total_ms;
+  long nodes;
+  int mip_solves, pruned;
+  lm_plan_kernel *kernels;
+  int nkernels;
+} lm_plan;
+
+/* The plan of a solve.  profiles as for lm_plan_problem_build; opts gives
+ * the threshold and robust flags.  Only compiled variants appear, in
+ * order, and buckets refer to them. */
+lm_status lm_plan_from_result(lm_keep const lm_workload *w,
+                              lm_keep const lm_profile *const *profiles,
+                              lm_keep const lm_plan_problem *pp,
+                              lm_keep const lm_solve_opts *opts,
+                              lm_keep const lm_solve_result *r,
+                              lm_give lm_plan **out, lm_error *err);
+void lm_plan_free(lm_take lm_plan *p);
+
+/* What loading found besides errors; the caller prints the warning. */
+typedef struct lm_plan_load_info {
+  int fingerprint_checked; /* this machine could be fingerprinted */
+  int fingerprint_differs; /* a profile's fingerprint is not this machine's */
+  char warning[512];       /* "" when every fingerprint matches */
+} lm_plan_load_info;
+
+lm_status lm_plan_to_json_text(lm_keep const lm_plan *p, lm_give char **out,
+                               lm_error *err);
+lm_status lm_plan_save(lm_keep const lm_plan *p, const char *path,
+                       lm_error *err);
+/* Parse a plan; every malformed field is LM_EINPUT with "NAME: FIELD:
+ * expected ...".  Checks the structure only (variant strings parse, bucket
+ * variants are in range, thresholds increase), not the files it names.
+ * info may be NULL; it is filled only by lm_plan_load (fingerprints). */
+lm_status lm_plan_from_json_text(const char *name, const char *text, size_t n,
+                                 lm_give lm_plan **out, lm_error *err);
+lm_status lm_plan_load(const char *path, lm_give lm_plan **out,
+                       lm_plan_load_info *info, lm_error *err);
+/* Compare the plan's fingerprints with this machine's into info. */
+void lm_plan_check_fingerprint(lm_keep const lm_plan *p,
+                               lm_plan_load_info *info);
+/* Every field equal (doubles bit for bit). */
+bool lm_plan_equal(lm_keep const lm_plan *a, lm_keep const lm_plan *b);
+
+/* FNV-1a of a file's bytes as 16 hex digits (buf >= 17 bytes). */
+lm_status lm_plan_file_hash(const char *path, char *buf, lm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

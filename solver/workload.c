@@ -1,0 +1,782 @@
+/* Workload files (schema "lanemap.workload/1") and the in-code builder.
+ *
+ * Every check lives in the builder calls, so a workload built in code and
+ * one read from JSON obey the same rules; the JSON reader only walks the
+ * document, calls the builder and prefixes each message with the field's
+ * JSON path.  A bucket entry is either one shape,
+ *
+ *   {"R": 64, "C": 4096, "weight": 3}
+ *
+ * or a group of shapes at one C, with R a list or a geometric series and
+ * the weights a list of the same length or one number for all:
+ *
+ *   {"C": 4096, "R": [1, 8, 64], "weights": [10, 5, 1]}
+ *   {"C": 4096, "R": {"from": 1, "to": 4096, "geometric": 16}, "weights": 1}
+ *
+ * docs/solver.md has the whole format. */
+#include "lanemap/workload.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dupstr(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+lm_workload *lm_workload_new(const char *name, const char *dir, lm_error *err) {
+  lm_workload *w = calloc(1, sizeof *w);
+  if (!w) {
+    lm_error_set(err, LM_ESYS, "workload: out of memory");
+    return NULL;
+  }
+  w->name = dupstr(name ? name : "<code>");
+  w->dir = dupstr(dir && dir[0] ? dir : ".");
+  w->isa[0] = LM_ISA_HOST;
+  w->nisa = 1;
+  w->workers[0] = 1;
+  w->nworkers = 1;
+  w->compile_budget_ms = -1;
+  w->compile_budget_variants = -1;
+  if (!w->name || !w->dir) {
+    lm_workload_free(w);
+    lm_error_set(err, LM_ESYS, "workload: out of memory");
+    return NULL;
+  }
+  return w;
+}
+
+void lm_workload_free(lm_workload *w) {
+  if (!w)
+    return;
+  for (int i = 0; i < w->nkernels; i++) {
+    lm_workload_kernel *k = &w->kernels[i];
+    free(k->path);
+    free(k->resolved);
+    free(k->extra);
+    free(k->buckets);
+    lm_kernel_free(k->k);
+  }
+  free(w->kernels);
+  free(w->name);
+  free(w->dir);
+  free(w);
+}
+
+static int valid_extra(const char *s) {
+  /* NAME=INT[,NAME=INT...]; lm_shape_bind checks the names later */
+  const char *p = s;
+  if (!*p)
+    return 0;
+  while (*p) {
+    const char *n = p;
+    while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_' ||
+           (p > n && *p >= '0' && *p <= '9'))
+      p++;
+    if (p == n || *p != '=')
+      return 0;
+    p++;
+    const char *d = p;
+    while (*p >= '0' && *p <= '9')
+      p++;
+    if (p == d || p - d > 12)
+      return 0;
+    if (*p == ',')
+      p++;
+    else if (*p)
+      return 0;
+    else
+      break;
+    if (!*p)
+      return 0;
+  }
+  return 1;
+}
+
+lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
+                                 const char *extra, int *index, lm_error *err) {
+  if (!path || !path[0])
+    return lm_error_set(err, LM_EINPUT, "expected a non-empty .lk path");
+  if (strlen(path) > 4000)
+    return lm_error_set(err, LM_EINPUT, "path longer than 4000 bytes");
+  if (extra && !valid_extra(extra))
+    return lm_error_set(err, LM_EINPUT,
+                        "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
+  lm_workload_kernel *ks =
+      realloc(w->kernels, sizeof *ks * (size_t)(w->nkernels + 1));
+  if (!ks)
+    return lm_error_set(err, LM_ESYS, "workload: out of memory");
+  w->kernels = ks;
+  lm_workload_kernel *k = &ks[w->nkernels];
+  memset(k, 0, sizeof *k);
+  k->compile_ms = -1;
+  k->path = dupstr(path);
+  size_t n = strlen(w->dir) + strlen(path) + 2;
+  k->resolved = malloc(n);
+  if (k->resolved) {
+    if (path[0] == '/')
+      snprintf(k->resolved, n, "%s", path);
+    else
+      snprintf(k->resolved, n, "%s/%s", w->dir, path);
+  }
+  k->extra = extra ? dupstr(extra) : NULL;
+  w->nkernels++;
+  if (!k->path || !k->resolved || (extra && !k->extra))
+    return lm_error_set(err, LM_ESYS, "workload: out of memory");
+  if (index)
+    *index = w->nkernels - 1;
+  return LM_OK;
+}
+
+static lm_status check_ki(const lm_workload *w, int ki, lm_error *err) {
+  if (ki < 0 || ki >= w->nkernels)
+    return lm_error_set(err, LM_EINPUT, "no kernel %d (workload has %d)", ki,
+                        w->nkernels);
+  return LM_OK;
+}
+
+lm_status lm_workload_add_bucket(lm_workload *w, int ki, int64_t R, int64_t C,
+                                 double weight, lm_error *err) {
+  if (check_ki(w, ki, err) != LM_OK)
+    return LM_EINPUT;
+  lm_workload_kernel *k = &w->kernels[ki];
+  if (R < 1 || R > LM_WORKLOAD_MAX_EXTENT)
+    return lm_error_set(err, LM_EINPUT, "R: expected an integer in [1, 2^40], got %lld",
+                        (long long)R);
+  if (C < 1 || C > LM_WORKLOAD_MAX_EXTENT)
+    return lm_error_set(err, LM_EINPUT, "C: expected an integer in [1, 2^40], got %lld",
+                        (long long)C);
+  if (!isfinite(weight) || weight < 0)
+    return lm_error_set(err, LM_EINPUT, "weight: expected a finite number >= 0");
+  if (k->nbuckets >= LM_WORKLOAD_MAX_BUCKETS)
+    return lm_error_set(err, LM_EINPUT, "more than %d buckets in one kernel",
+                        LM_WORKLOAD_MAX_BUCKETS);
+  for (int b = 0; b < k->nbuckets; b++)
+    if (k->buckets[b].R == R && k->buckets[b].C == C)
+      return lm_error_set(err, LM_EINPUT,
+                          "shape (R=%lld, C=%lld) repeats bucket %d",
+                          (long long)R, (long long)C, b);
+  lm_workload_bucket *bs =
+      realloc(k->buckets, sizeof *bs * (size_t)(k->nbuckets + 1));
+  if (!bs)
+    return lm_error_set(err, LM_ESYS, "workload: out of memory");
+  k->buckets = bs;
+  bs[k->nbuckets++] = (lm_workload_bucket){R, C, weight};
+  return LM_OK;
+}
+
+lm_status lm_workload_add_geometric(lm_workload *w, int ki, int64_t C,
+                                    int64_t from, int64_t to, int n,
+                                    const double *weights, lm_error *err) {
+  if (check_ki(w, ki, err) != LM_OK)
+    return LM_EINPUT;
+  if (from < 1 || from > LM_WORKLOAD_MAX_EXTENT)
+    return lm_error_set(err, LM_EINPUT, "R.from: expected an integer in [1, 2^40]");
+  if (to < from || to > LM_WORKLOAD_MAX_EXTENT)
+    return lm_error_set(err, LM_EINPUT, "R.to: expected an integer in [R.from, 2^40]");
+  if (n < 2 || n > LM_WORKLOAD_MAX_BUCKETS)
+    return lm_error_set(err, LM_EINPUT, "R.geometric: expected a count in [2, %d]",
+                        LM_WORKLOAD_MAX_BUCKETS);
+  int64_t prev = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t R = i == n - 1 ? to
+                           : (int64_t)llround((double)from *
+                                              pow((double)to / (double)from,
+                                                  (double)i / (n - 1)));
+    if (R <= prev)
+      return lm_error_set(err, LM_EINPUT,
+                          "R: %d geometric steps from %lld to %lld repeat R=%lld "
+                          "(use fewer steps)",
+                          n, (long long)from, (long long)to, (long long)R);
+    prev = R;
+  }
+  lm_status s = LM_OK;
+  for (int i = 0; i < n && s == LM_OK; i++) {
+    int64_t R = i == n - 1 ? to
+                           : (int64_t)llround((double)from *
+                                              pow((double)to / (double)from,
+                                                  (double)i / (n - 1)));
+    s = lm_workload_add_bucket(w, ki, R, C, weights ? weights[i] : 1, err);
+    if (s != LM_OK && weights) {
+      lm_error e2 = *err;
+      lm_error_set(err, s, "weights[%d]: %s", i, e2.msg);
+    }
+  }
+  return s;
+}
+
+lm_status lm_workload_set_kernel_opts(lm_workload *w, int ki, int max_variants,
+                                      double compile_ms, lm_error *err) {
+  if (check_ki(w, ki, err) != LM_OK)
+    return LM_EINPUT;
+  if (max_variants < 0 || max_variants > 1000000)
+    return lm_error_set(err, LM_EINPUT,
+                        "max_variants: expected an integer in [0, 1000000]");
+  if (isnan(compile_ms) || isinf(compile_ms) || compile_ms > 1e9)
+    return lm_error_set(err, LM_EINPUT,
+                        "compile_ms: expected a finite number >= 0");
+  w->kernels[ki].max_variants = max_variants;
+  w->kernels[ki].compile_ms = compile_ms < 0 ? -1 : compile_ms;
+  return LM_OK;
+}
+
+lm_status lm_workload_set_isas(lm_workload *w, const lm_isa *isa, int n,
+                               lm_error *err) {
+  if (n < 1 || n > LM_ISA__COUNT)
+    return lm_error_set(err, LM_EINPUT, "isa: expected 1 to %d targets",
+                        LM_ISA__COUNT);
+  for (int i = 0; i < n; i++) {
+    if ((int)isa[i] < 0 || isa[i] >= LM_ISA__COUNT)
+      return lm_error_set(err, LM_EINPUT, "isa[%d]: not an ISA target", i);
+    for (int j = 0; j < i; j++)
+      if (isa[j] == isa[i])
+        return lm_error_set(err, LM_EINPUT, "isa[%d]: %s repeats isa[%d]", i,
+                            lm_isa_name(isa[i]), j);
+  }
+  memcpy(w->isa, isa, sizeof *isa * (size_t)n);
+  w->nisa = n;
+  return LM_OK;
+}
+
+lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
+                                  lm_error *err) {
+  if (n < 1 || n > 8)
+    return lm_error_set(err, LM_EINPUT, "workers: expected 1 to 8 worker counts");
+  for (int i = 0; i < n; i++) {
+    if (workers[i] < 1 || workers[i] > LM_MAX_WORKERS)
+      return lm_error_set(err, LM_EINPUT,
+                          "workers[%d]: expected an integer in [1, %d]", i,
+                          LM_MAX_WORKERS);
+    for (int j = 0; j < i; j++)
+      if (workers[j] == workers[i])
+        return lm_error_set(err, LM_EINPUT, "workers[%d]: %d repeats workers[%d]",
+                            i, workers[i], j);
+  }
+  memcpy(w->workers, workers, sizeof *workers * (size_t)n);
+  w->nworkers = n;
+  return LM_OK;
+}
+
+lm_status lm_workload_set_budgets(lm_workload *w, int cap, double budget_ms,
+                                  int budget_variants, lm_error *err) {
+  if (cap < 0 || cap > 1000000)
+    return lm_error_set(err, LM_EINPUT,
+                        "max_variants_per_kernel: expected an integer in [0, 1000000]");
+  if (isnan(budget_ms) || isinf(budget_ms) || budget_ms > 1e12)
+    return lm_error_set(err, LM_EINPUT,
+                        "compile_budget_ms: expected a finite number >= 0");
+  if (budget_variants > 100000000)
+    return lm_error_set(err, LM_EINPUT,
+                        "compile_budget_variants: expected an integer >= 0");
+  if (budget_ms >= 0 && budget_variants >= 0)
+    return lm_error_set(err, LM_EINPUT,
+                        "compile_budget_variants: give a budget in ms or in "
+                        "variants, not both");
+  w->max_variants_per_kernel = cap;
+  w->compile_budget_ms = budget_ms < 0 ? -1 : budget_ms;
+  w->compile_budget_variants = budget_variants < 0 ? -1 : budget_variants;
+  return LM_OK;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+/* Prefix err's message with "NAME: FIELD: " and return st. */
+static lm_status field_err(lm_error *err, lm_status st, const char *name,
+                           const char *field) {
+  lm_error inner = *err;
+  lm_error_set(err, st, "%s: %s: %s", name, field, inner.msg);
+  return st;
+}
+
+static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *out) {
+  if (!cJSON_IsNumber(j))
+    return 0;
+  double d = j->valuedouble;
+  if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi)
+    return 0;
+  *out = (int64_t)d;
+  return 1;
+}
+
+static int json_nonneg(const cJSON *j, double *out) {
+  if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble < 0)
+    return 0;
+  *out = j->valuedouble;
+  return 1;
+}
+
+static const char *const top_keys[] = {
+    "schema", "about", "isa", "workers", "max_variants_per_kernel",
+    "compile_budget_ms", "compile_budget_variants", "kernels", NULL};
+static const char *const kernel_keys[] = {"kernel", "about", "extra", "max_variants",
+                                          "compile_ms", "buckets", NULL};
+static const char *const bucket_keys[] = {"R", "C", "weight", "weights", "about",
+                                          NULL};
+
+/* Unknown keys are errors: a misspelt budget must not pass silently. */
+static const char *unknown_key(const cJSON *obj, const char *const *known) {
+  for (const cJSON *c = obj->child; c; c = c->next) {
+    int ok = 0;
+    for (int i = 0; known[i] && !ok; i++)
+      ok = c->string && strcmp(c->string, known[i]) == 0;
+    if (!ok)
+      return c->string ? c->string : "";
+  }
+  return NULL;
+}
+
+static lm_status parse_bucket(lm_workload *w, int ki, const cJSON *b,
+                              const char *path, lm_error *err) {
+  char f[160];
+  const char *bad;
+  if (!cJSON_IsObject(b))
+    return lm_error_set(err, LM_EINPUT, "%s: %s: expected an object", w->name, path);
+  if ((bad = unknown_key(b, bucket_keys)))
+    return lm_error_set(err, LM_EINPUT, "%s: %s: unknown field \"%.64s\"", w->name,
+                        path, bad);
+  const cJSON *jR = cJSON_GetObjectItemCaseSensitive(b, "R");
+  const cJSON *jC = cJSON_GetObjectItemCaseSensitive(b, "C");
+  const cJSON *jw = cJSON_GetObjectItemCaseSensitive(b, "weight");
+  const cJSON *jws = cJSON_GetObjectItemCaseSensitive(b, "weights");
+  int64_t R, C;
+  double wt;
+  if (!jC || !json_int(jC, 1, LM_WORKLOAD_MAX_EXTENT, &C))
+    return lm_error_set(err, LM_EINPUT, "%s: %s.C: expected an integer in [1, 2^40]",
+                        w->name, path);
+  if (!jR)
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.R: missing (an integer, a list, or "
+                        "{\"from\", \"to\", \"geometric\"})",
+                        w->name, path);
+  if (cJSON_IsNumber(jR)) {
+    if (jws)
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: %s.weights: a single-R bucket takes \"weight\"",
+                          w->name, path);
+    if (!json_int(jR, 1, LM_WORKLOAD_MAX_EXTENT, &R))
+      return lm_error_set(err, LM_EINPUT, "%s: %s.R: expected an integer in [1, 2^40]",
+                          w->name, path);
+    if (!jw || !json_nonneg(jw, &wt))
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: %s.weight: expected a finite number >= 0", w->name,
+                          path);
+    if (lm_workload_add_bucket(w, ki, R, C, wt, err) != LM_OK)
+      return field_err(err, err->status, w->name, path);
+    return LM_OK;
+  }
+  if (jw)
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.weight: a bucket group takes \"weights\" (a list or "
+                        "one number)",
+                        w->name, path);
+  int n;
+  if (cJSON_IsArray(jR)) {
+    n = cJSON_GetArraySize(jR);
+    if (n < 1 || n > LM_WORKLOAD_MAX_BUCKETS)
+      return lm_error_set(err, LM_EINPUT, "%s: %s.R: expected 1 to %d values",
+                          w->name, path, LM_WORKLOAD_MAX_BUCKETS);
+  } else if (cJSON_IsObject(jR)) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jR) {
+      if (!c->string || (strcmp(c->string, "from") && strcmp(c->string, "to") &&
+                         strcmp(c->string, "geometric")))
+        return lm_error_set(err, LM_EINPUT, "%s: %s.R: unknown field \"%.64s\"",
+                            w->name, path, c->string ? c->string : "");
+    }
+    int64_t g;
+    if (!json_int(cJSON_GetObjectItemCaseSensitive(jR, "geometric"), 2,
+                  LM_WORKLOAD_MAX_BUCKETS, &g))
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: %s.R.geometric: expected a count in [2, %d]", w->name,
+                          path, LM_WORKLOAD_MAX_BUCKETS);
+    n = (int)g;
+  } else {
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.R: expected an integer, a list, or "
+                        "{\"from\", \"to\", \"geometric\"}",
+                        w->name, path);
+  }
+  double *ws = malloc(sizeof *ws * (size_t)n);
+  if (!ws)
+    return lm_error_set(err, LM_ESYS, "workload: out of memory");
+  lm_status s = LM_OK;
+  if (!jws) {
+    s = lm_error_set(err, LM_EINPUT,
+                     "%s: %s.weights: missing (a list of %d weights or one number)",
+                     w->name, path, n);
+  } else if (cJSON_IsNumber(jws)) {
+    if (!json_nonneg(jws, &ws[0]))
+      s = lm_error_set(err, LM_EINPUT,
+                       "%s: %s.weights: expected a finite number >= 0", w->name, path);
+    for (int i = 1; i < n && s == LM_OK; i++)
+      ws[i] = ws[0];
+  } else if (cJSON_IsArray(jws) && cJSON_GetArraySize(jws) == n) {
+    int i = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jws) {
+      if (s == LM_OK && !json_nonneg(c, &ws[i]))
+        s = lm_error_set(err, LM_EINPUT,
+                         "%s: %s.weights[%d]: expected a finite number >= 0",
+                         w->name, path, i);
+      i++;
+    }
+  } else {
+    s = lm_error_set(err, LM_EINPUT,
+                     "%s: %s.weights: expected a list of %d weights (one per R) or "
+                     "one number",
+                     w->name, path, n);
+  }
+  if (s == LM_OK && cJSON_IsArray(jR)) {
+    int i = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jR) {
+      if (s != LM_OK)
+        break;
+      if (!json_int(c, 1, LM_WORKLOAD_MAX_EXTENT, &R))
+        s = lm_error_set(err, LM_EINPUT,
+                         "%s: %s.R[%d]: expected an integer in [1, 2^40]", w->name,
+                         path, i);
+      else if (lm_workload_add_bucket(w, ki, R, C, ws[i], err) != LM_OK) {
+        snprintf(f, sizeof f, "%s.R[%d]", path, i);
+        s = field_err(err, err->status, w->name, f);
+      }
+      i++;
+    }
+  } else if (s == LM_OK) {
+    int64_t from, to;
+    if (!json_int(cJSON_GetObjectItemCaseSensitive(jR, "from"), 1,
+                  LM_WORKLOAD_MAX_EXTENT, &from))
+      s = lm_error_set(err, LM_EINPUT,
+                       "%s: %s.R.from: expected an integer in [1, 2^40]", w->name, path);
+    else if (!json_int(cJSON_GetObjectItemCaseSensitive(jR, "to"), from,
+                       LM_WORKLOAD_MAX_EXTENT, &to))
+      s = lm_error_set(err, LM_EINPUT,
+                       "%s: %s.R.to: expected an integer in [R.from, 2^40]", w->name,
+                       path);
+    else if (lm_workload_add_geometric(w, ki, C, from, to, n, ws, err) != LM_OK)
+      s = field_err(err, err->status, w->name, path);
+  }
+  free(ws);
+  return s;
+}
+
+static lm_status parse_kernel(lm_workload *w, const cJSON *jk, int i,
+                              lm_error *err) {
+  char path[96];
+  const char *bad;
+  snprintf(path, sizeof path, "kernels[%d]", i);
+  if (!cJSON_IsObject(jk))
+    return lm_error_set(err, LM_EINPUT, "%s: %s: expected an object", w->name, path);
+  if ((bad = unknown_key(jk, kernel_keys)))
+    return lm_error_set(err, LM_EINPUT, "%s: %s: unknown field \"%.64s\"", w->name,
+                        path, bad);
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(jk, "kernel");
+  const cJSON *extra = cJSON_GetObjectItemCaseSensitive(jk, "extra");
+  const cJSON *mv = cJSON_GetObjectItemCaseSensitive(jk, "max_variants");
+  const cJSON *cms = cJSON_GetObjectItemCaseSensitive(jk, "compile_ms");
+  const cJSON *bs = cJSON_GetObjectItemCaseSensitive(jk, "buckets");
+  if (!cJSON_IsString(file) || !file->valuestring[0])
+    return lm_error_set(err, LM_EINPUT, "%s: %s.kernel: expected a .lk path",
+                        w->name, path);
+  if (extra && !cJSON_IsString(extra))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.extra: expected a string like \"H=64\"", w->name, path);
+  int ki;
+  if (lm_workload_add_kernel(w, file->valuestring, extra ? extra->valuestring : NULL,
+                             &ki, err) != LM_OK)
+    return field_err(err, err->status, w->name, path);
+  int64_t cap = 0;
+  double ms = -1;
+  if (mv && !json_int(mv, 0, 1000000, &cap))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.max_variants: expected an integer in [0, 1000000]",
+                        w->name, path);
+  if (cms && (!json_nonneg(cms, &ms) || ms > 1e9))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.compile_ms: expected a finite number >= 0", w->name,
+                        path);
+  if (lm_workload_set_kernel_opts(w, ki, (int)cap, ms, err) != LM_OK)
+    return field_err(err, err->status, w->name, path);
+  if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) == 0)
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: %s.buckets: expected a non-empty list of buckets", w->name,
+                        path);
+  int b = 0;
+  const cJSON *jb;
+  cJSON_ArrayForEach(jb, bs) {
+    char bp[128];
+    snprintf(bp, sizeof bp, "%s.buckets[%d]", path, b++);
+    if (parse_bucket(w, ki, jb, bp, err) != LM_OK)
+      return err->status;
+  }
+  return LM_OK;
+}
+
+static lm_status parse_doc(lm_workload *w, const cJSON *root, lm_error *err) {
+  const char *bad;
+  if (!cJSON_IsObject(root))
+    return lm_error_set(err, LM_EINPUT, "%s: expected a JSON object", w->name);
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+  if (!cJSON_IsString(schema))
+    return lm_error_set(err, LM_EINPUT, "%s: schema: expected \"%s\"", w->name,
+                        LM_WORKLOAD_SCHEMA);
+  if (strncmp(schema->valuestring, "lanemap.workload/", 17) != 0 ||
+      atoi(schema->valuestring + 17) != 1)
+    return lm_error_set(err, LM_EINPUT, "%s: schema: expected \"%s\", got \"%.64s\"",
+                        w->name, LM_WORKLOAD_SCHEMA, schema->valuestring);
+  if ((bad = unknown_key(root, top_keys)))
+    return lm_error_set(err, LM_EINPUT, "%s: unknown field \"%.64s\"", w->name, bad);
+  const cJSON *isa = cJSON_GetObjectItemCaseSensitive(root, "isa");
+  if (isa) {
+    lm_isa v[LM_ISA__COUNT];
+    int n = 0;
+    if (!cJSON_IsArray(isa) || cJSON_GetArraySize(isa) < 1 ||
+        cJSON_GetArraySize(isa) > LM_ISA__COUNT)
+      return lm_error_set(err, LM_EINPUT, "%s: isa: expected a list of 1 to %d targets",
+                          w->name, LM_ISA__COUNT);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, isa) {
+      if (!cJSON_IsString(c))
+        return lm_error_set(err, LM_EINPUT,
+                            "%s: isa[%d]: expected a target name (sse4.2, avx2, "
+                            "avx512, host)",
+                            w->name, n);
+      if (lm_isa_parse(c->valuestring, &v[n], err) != LM_OK) {
+        char f[32];
+        snprintf(f, sizeof f, "isa[%d]", n);
+        return field_err(err, LM_EINPUT, w->name, f);
+      }
+      n++;
+    }
+    if (lm_workload_set_isas(w, v, n, err) != LM_OK)
+      return field_err(err, LM_EINPUT, w->name, "isa");
+  }
+  const cJSON *wk = cJSON_GetObjectItemCaseSensitive(root, "workers");
+  if (wk) {
+    int v[8], n = 0;
+    if (!cJSON_IsArray(wk) || cJSON_GetArraySize(wk) < 1 || cJSON_GetArraySize(wk) > 8)
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: workers: expected a list of 1 to 8 worker counts",
+                          w->name);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, wk) {
+      int64_t x;
+      if (!json_int(c, 1, LM_MAX_WORKERS, &x))
+        return lm_error_set(err, LM_EINPUT,
+                            "%s: workers[%d]: expected an integer in [1, %d]", w->name,
+                            n, LM_MAX_WORKERS);
+      v[n++] = (int)x;
+    }
+    if (lm_workload_set_workers(w, v, n, err) != LM_OK)
+      return field_err(err, LM_EINPUT, w->name, "workers");
+  }
+  int64_t cap = 0, bv = -1;
+  double bms = -1;
+  const cJSON *j;
+  if ((j = cJSON_GetObjectItemCaseSensitive(root, "max_variants_per_kernel")) &&
+      !json_int(j, 0, 1000000, &cap))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: max_variants_per_kernel: expected an integer in [0, "
+                        "1000000]",
+                        w->name);
+  if ((j = cJSON_GetObjectItemCaseSensitive(root, "compile_budget_ms")) &&
+      (!json_nonneg(j, &bms) || bms > 1e12))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: compile_budget_ms: expected a finite number >= 0", w->name);
+  if ((j = cJSON_GetObjectItemCaseSensitive(root, "compile_budget_variants")) &&
+      !json_int(j, 0, 100000000, &bv))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s: compile_budget_variants: expected an integer >= 0",
+                        w->name);
+  if (lm_workload_set_budgets(w, (int)cap, bms, (int)bv, err) != LM_OK) {
+    lm_error inner = *err;
+    return lm_error_set(err, LM_EINPUT, "%s: %s", w->name, inner.msg);
+  }
+  const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+  if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) == 0)
+    return lm_error_set(err, LM_EINPUT, "%s: kernels: expected a non-empty list",
+                        w->name);
+  int i = 0;
+  const cJSON *jk;
+  cJSON_ArrayForEach(jk, ks) {
+    if (parse_kernel(w, jk, i++, err) != LM_OK)
+      return err->status;
+  }
+  return LM_OK;
+}
+
+lm_status lm_workload_from_json_text(const char *name, const char *dir,
+                                     const char *text, size_t n, lm_workload **out,
+                                     lm_error *err) {
+  *out = NULL;
+  lm_workload *w = lm_workload_new(name, dir, err);
+  if (!w)
+    return LM_ESYS;
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+  lm_status s;
+  if (!root) {
+    long off = end ? (long)(end - text) : 0;
+    s = lm_error_set(err, LM_EINPUT, "%s: not valid JSON (near byte %ld)", w->name, off);
+  } else {
+    s = parse_doc(w, root, err);
+  }
+  cJSON_Delete(root);
+  if (s != LM_OK) {
+    lm_workload_free(w);
+    return s;
+  }
+  *out = w;
+  return LM_OK;
+}
+
+lm_status lm_workload_shape(const lm_workload *w, int ki, int b, lm_shape *out,
+                            lm_error *err) {
+  if (check_ki(w, ki, err) != LM_OK)
+    return LM_EINPUT;
+  const lm_workload_kernel *k = &w->kernels[ki];
+  if (!k->k)
+    return lm_error_set(err, LM_EINPUT, "kernel %d is not loaded (lm_workload_bind)",
+                        ki);
+  if (b < 0 || b >= k->nbuckets)
+    return lm_error_set(err, LM_EINPUT, "kernel %d has no bucket %d", ki, b);
+  return lm_shape_bind(k->k, k->buckets[b].R, k->buckets[b].C, k->extra, out, err);
+}
+
+lm_status lm_workload_bind(lm_workload *w, lm_error *err) {
+  for (int i = 0; i < w->nkernels; i++) {
+    lm_workload_kernel *k = &w->kernels[i];
+    char f[64];
+    if (k->nbuckets == 0)
+      return lm_error_set(err, LM_EINPUT, "%s: kernels[%d].buckets: no buckets",
+                          w->name, i);
+    if (!k->k && lm_kernel_load(k->resolved, &k->k, err) != LM_OK) {
+      snprintf(f, sizeof f, "kernels[%d].kernel", i);
+      return field_err(err, err->status, w->name, f);
+    }
+    for (int b = 0; b < k->nbuckets; b++) {
+      lm_shape sh;
+      if (lm_workload_shape(w, i, b, &sh, err) != LM_OK) {
+        snprintf(f, sizeof f, "kernels[%d].buckets[%d]", i, b);
+        return field_err(err, LM_EINPUT, w->name, f);
+      }
+    }
+  }
+  return LM_OK;
+}
+
+lm_status lm_workload_load(const char *path, lm_workload **out, lm_error *err) {
+  *out = NULL;
+  char *text = NULL;
+  size_t n = 0;
+  lm_status s = lm_file_read(path, &text, &n, err);
+  if (s != LM_OK)
+    return s;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *(slash == dir ? slash + 1 : slash) = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  lm_workload *w = NULL;
+  s = lm_workload_from_json_text(path, dir, text, n, &w, err);
+  free(text);
+  if (s == LM_OK && (s = lm_workload_bind(w, err)) != LM_OK) {
+    lm_workload_free(w);
+    w = NULL;
+  }
+  *out = w;
+  return s;
+}
+
+/* A JSON number that reads back as exactly x (cJSON's own printer keeps
+ * only 15 digits when they come within an epsilon). */
+static cJSON *exact_num(double x) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.15g", x);
+  if (strtod(buf, NULL) != x)
+    snprintf(buf, sizeof buf, "%.17g", x);
+  return cJSON_CreateRaw(buf);
+}
+
+lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *err) {
+  *out = NULL;
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "schema", LM_WORKLOAD_SCHEMA);
+  cJSON *isa = cJSON_AddArrayToObject(root, "isa");
+  for (int i = 0; i < w->nisa; i++)
+    cJSON_AddItemToArray(isa, cJSON_CreateString(lm_isa_name(w->isa[i])));
+  cJSON *wk = cJSON_AddArrayToObject(root, "workers");
+  for (int i = 0; i < w->nworkers; i++)
+    cJSON_AddItemToArray(wk, cJSON_CreateNumber(w->workers[i]));
+  cJSON_AddNumberToObject(root, "max_variants_per_kernel", w->max_variants_per_kernel);
+  if (w->compile_budget_ms >= 0)
+    cJSON_AddItemToObject(root, "compile_budget_ms", exact_num(w->compile_budget_ms));
+  if (w->compile_budget_variants >= 0)
+    cJSON_AddNumberToObject(root, "compile_budget_variants", w->compile_budget_variants);
+  cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
+  for (int i = 0; i < w->nkernels; i++) {
+    const lm_workload_kernel *k = &w->kernels[i];
+    cJSON *jk = cJSON_CreateObject();
+    cJSON_AddStringToObject(jk, "kernel", k->path);
+    if (k->extra)
+      cJSON_AddStringToObject(jk, "extra", k->extra);
+    if (k->max_variants)
+      cJSON_AddNumberToObject(jk, "max_variants", k->max_variants);
+    if (k->compile_ms >= 0)
+      cJSON_AddItemToObject(jk, "compile_ms", exact_num(k->compile_ms));
+    cJSON *bs = cJSON_AddArrayToObject(jk, "buckets");
+    for (int b = 0; b < k->nbuckets; b++) {
+      cJSON *jb = cJSON_CreateObject();
+      cJSON_AddNumberToObject(jb, "R", (double)k->buckets[b].R);
+      cJSON_AddNumberToObject(jb, "C", (double)k->buckets[b].C);
+      cJSON_AddItemToObject(jb, "weight", exact_num(k->buckets[b].weight));
+      cJSON_AddItemToArray(bs, jb);
+    }
+    cJSON_AddItemToArray(ks, jk);
+  }
+  char *t = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!t)
+    return lm_error_set(err, LM_ESYS, "workload: out of memory");
+  *out = t;
+  return LM_OK;
+}
+
+static int streq(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+int lm_workload_equal(const lm_workload *a, const lm_workload *b) {
+  if (a->nkernels != b->nkernels || a->nisa != b->nisa ||
+      a->nworkers != b->nworkers ||
+      a->max_variants_per_kernel != b->max_variants_per_kernel ||
+      a->compile_budget_ms != b->compile_budget_ms ||
+      a->compile_budget_variants != b->compile_budget_variants)
+    return 0;
+  for (int i = 0; i < a->nisa; i++)
+    if (a->isa[i] != b->isa[i])
+      return 0;
+  for (int i = 0; i < a->nworkers; i++)
+    if (a->workers[i] != b->workers[i])
+      return 0;
+  for (int i = 0; i < a->nkernels; i++) {
+    const lm_workload_kernel *x = &a->kernels[i], *y = &b->kernels[i];
+    if (!streq(x->path, y->path) || !streq(x->extra, y->extra) ||
+        x->max_variants != y->max_variants || x->compile_ms != y->compile_ms ||
+        x->nbuckets != y->nbuckets)
+      return 0;
+    for (int s = 0; s < x->nbuckets; s++)
+      if (x->buckets[s].R != y->buckets[s].R || x->buckets[s].C != y->buckets[s].C ||
+          x->buckets[s].weight != y->buckets[s].weight)
+        return 0;
+  }
+  return 1;
+}
