@@ -11,10 +11,6 @@
 #include "lanemap/calibrate.h"
 #include "lanemap/plan.h"
 
-/* cli/predict.c: the profile file given, else the cached one for the ISA. */
-lm_status cli_profile_for(const char *path, int use_default, lm_isa isa,
-                          lm_profile **out, lm_error *err);
-
 static const char usage[] =
     "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
     "                    [--threshold] [--robust] [--time-limit S] [--mip-gap G]\n"
