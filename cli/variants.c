@@ -56,7 +56,10 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
     if (lm_variant_parse(t, &v, err) != LM_OK || lm_variant_check(k, &v, err) != LM_OK) {
       char msg[sizeof err->msg];
       snprintf(msg, sizeof msg, "%s", err->msg);
-      lm_error_set(err, LM_EINPUT, "variant '%s': %s", t, msg);
+      if (strncmp(msg, "variant '", 9) == 0) /* the parser already named it */
+        lm_error_set(err, LM_EINPUT, "%s", msg);
+      else
+        lm_error_set(err, LM_EINPUT, "variant '%s': %s", t, msg);
       free(copy);
       free(vs);
       return LM_EINPUT;

@@ -1,8 +1,24 @@
 /* Whole-file I/O.  Writes go to a temp file in the target's directory, are
  * fsynced and renamed over the target, so a crash or a full disk never
- * leaves half a profile, plan or report behind. */
+ * leaves half a profile, plan or report behind.
+ *
+ * A temp file is registered while it exists, so that an interrupt does not
+ * leave it behind either: on its first write this file installs a handler
+ * for SIGINT, SIGTERM, SIGHUP and SIGXFSZ, only for the signals whose
+ * disposition is still the default (an application's own handler, or an
+ * ignored signal, is left alone).  The handler unlinks every registered
+ * temp file, restores the default action and re-raises the signal, so the
+ * process still dies of it.  SIGXFSZ (a write past RLIMIT_FSIZE) is the
+ * exception: while a temp file is being written it is swallowed, so that
+ * the write fails with EFBIG and the caller reports a clean error instead
+ * of dying with a half-written temp file. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +27,75 @@
 
 #include "lanemap/core.h"
 
+/* ---- temp files a fatal signal must remove ---------------------------- */
+
+#define LM_FILE_SLOTS 16
+
+typedef struct lm_file_slot {
+  _Atomic int used; /* 1 while path names a temp file being written */
+  char path[PATH_MAX];
+} lm_file_slot;
+
+static lm_file_slot lm_file_slots[LM_FILE_SLOTS];
+static pthread_once_t lm_file_handlers_once = PTHREAD_ONCE_INIT;
+static const int lm_file_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
+
+/* Async-signal-safe: unlink, sigaction and raise only. */
+static void lm_file_on_signal(int sig) {
+  int pending = 0;
+  for (int i = 0; i < LM_FILE_SLOTS; i++)
+    pending |= atomic_load(&lm_file_slots[i].used);
+  if (sig == SIGXFSZ && pending)
+    return; /* the write fails with EFBIG and is cleaned up by its caller */
+  int saved = errno;
+  for (int i = 0; i < LM_FILE_SLOTS; i++)
+    if (atomic_load(&lm_file_slots[i].used) == 1)
+      unlink(lm_file_slots[i].path);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  errno = saved;
+  raise(sig); /* delivered when the handler returns: dies of sig */
+}
+
+static void lm_file_install_handlers(void) {
+  for (size_t i = 0; i < sizeof lm_file_signals / sizeof lm_file_signals[0]; i++) {
+    struct sigaction old, sa;
+    if (sigaction(lm_file_signals[i], NULL, &old) != 0 ||
+        (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+      continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lm_file_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(lm_file_signals[i], &sa, NULL);
+  }
+}
+
+/* Registers tmp; returns its slot, or -1 when every slot is taken or the
+ * name is too long (the write still works, only without the cleanup). */
+static int lm_file_register(const char *tmp) {
+  pthread_once(&lm_file_handlers_once, lm_file_install_handlers);
+  if (strlen(tmp) >= PATH_MAX)
+    return -1;
+  for (int i = 0; i < LM_FILE_SLOTS; i++) {
+    int expect = 0;
+    /* 2 claims the slot while its path is written, 1 publishes it */
+    if (atomic_compare_exchange_strong(&lm_file_slots[i].used, &expect, 2)) {
+      strcpy(lm_file_slots[i].path, tmp);
+      atomic_store(&lm_file_slots[i].used, 1);
+      return i;
+    }
+  }
+  return -1;
+}
+
+static void lm_file_unregister(int slot) {
+  if (slot >= 0)
+    atomic_store(&lm_file_slots[slot].used, 0);
+}
+
 lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
                                lm_error *err) {
   size_t len = strlen(path);
@@ -18,10 +103,12 @@ lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
   if (!tmp)
     return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
   snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
+  int slot = lm_file_register(tmp);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     lm_status s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path,
                                strerror(errno));
+    lm_file_unregister(slot);
     free(tmp);
     return s;
   }
@@ -44,6 +131,7 @@ lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
     fd = -1;
     goto error;
   }
+  lm_file_unregister(slot);
   free(tmp);
   return LM_OK;
 error:;
@@ -51,6 +139,7 @@ error:;
   if (fd >= 0)
     close(fd);
   unlink(tmp);
+  lm_file_unregister(slot);
   free(tmp);
   return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(e));
 }
