@@ -169,11 +169,12 @@ lm_status lm_file_read(const char *path, char **out, size_t *n, lm_error *err) {
       buf = nb;
     }
   }
-  int bad = ferror(f);
+  int bad = ferror(f), e = errno;
   fclose(f);
   if (bad) {
     free(buf);
-    return lm_error_set(err, LM_EINPUT, "%s: read error", path);
+    return lm_error_set(err, LM_EINPUT, "%s: cannot read: %s", path,
+                        strerror(e));
   }
   buf[len] = 0;
   *out = buf;

@@ -125,7 +125,7 @@ Test(bad_input, unreadable_kernel_files_exit_2_naming_the_file) {
                  "missing file");
   run_free(&r);
   r = RUN("check", "kernels");
-  expect_refused(r, 2, "kernels: read error", "a directory");
+  expect_refused(r, 2, "kernels: cannot read: Is a directory", "a directory");
   run_free(&r);
   r = RUN("oracle", "no/such/kernel.lk", "--shape", "4,8");
   expect_refused(r, 2, "no/such/kernel.lk: cannot open", "oracle of a missing file");

@@ -47,6 +47,19 @@ void lm_error_clear(lm_error *err);
 /* Runtime version string, equal to LANEMAP_VERSION_STRING of the build. */
 const char *lm_version(void);
 
+/* The version as one number, MAJOR * 10000 + MINOR * 100 + PATCH, so a
+ * program can compare what it was compiled against (LANEMAP_VERSION_NUMBER)
+ * with the library it runs on (lm_version_number()).  Compatibility: the
+ * same major version keeps the API and ABI (before 1.0, the same minor).
+ * Thread-safe. */
+#define LANEMAP_VERSION_NUMBER                                                 \
+  (LANEMAP_VERSION_MAJOR * 10000 + LANEMAP_VERSION_MINOR * 100 +               \
+   LANEMAP_VERSION_PATCH)
+unsigned lm_version_number(void);
+/* 1 if a program built against header version `compiled`
+ * (LANEMAP_VERSION_NUMBER) can use this library, by the rule above. */
+int lm_version_compatible(unsigned compiled);
+
 /* Arena: bump allocation in chunks, freed in one call. */
 typedef struct lm_arena lm_arena;
 lm_give lm_arena *lm_arena_new(void);
@@ -56,7 +69,11 @@ char *lm_arena_strndup(lm_keep lm_arena *a, const char *s, size_t n);
 char *lm_arena_strdup(lm_keep lm_arena *a, const char *s);
 
 /* Files are written atomically: data goes to a temp file beside path, is
- * fsynced, then renamed over path. On failure path is untouched. */
+ * fsynced, then renamed over path. On failure path is untouched.  A
+ * SIGINT, SIGTERM or SIGHUP during the write removes the temp file before
+ * the process dies (handlers are installed only over default actions), and
+ * SIGXFSZ during the write (a file-size limit, a full quota) becomes an
+ * LM_ESYS error instead of killing the process. */
 lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
                                lm_error *err);
 /* Read a whole file; *out is malloc'ed and NUL-terminated. */
