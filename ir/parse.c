@@ -11,6 +11,7 @@
  * in EBNF.  Every error points at the token that is wrong, and the first
  * error stops the parse. */
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,9 @@ static void parse_attrs(lm_fe *fe, lm_param *p) {
       expect(fe, TK_RPAREN, "')' after in(LO, HI)");
       if (!isfinite(lo) || !isfinite(hi) || !(lo <= hi))
         lm_fe_fail(fe, lt->loc, "in(LO, HI) needs finite LO <= HI");
+      if (p->dtype == LM_F32 && (fabs(lo) > FLT_MAX || fabs(hi) > FLT_MAX))
+        lm_fe_fail(fe, fabs(lo) > FLT_MAX ? lt->loc : ht->loc,
+                   "in(LO, HI) is outside the range of f32 '%s'", p->name);
       p->lo = lo;
       p->hi = hi;
     } else if (mask) {
@@ -329,6 +333,9 @@ static void parse_param(lm_fe *fe, int is_output) {
         (!(vt->kind == TK_NUM && vt->is_int) || fabs(p->defval) > INT32_MAX))
       lm_fe_fail(fe, vt->loc, "the default of i32 '%s' must be an integer",
                  p->name);
+    if (p->dtype == LM_F32 && isfinite(p->defval) && fabs(p->defval) > FLT_MAX)
+      lm_fe_fail(fe, vt->loc, "the default %g is outside the range of f32 '%s'",
+                 p->defval, p->name);
   }
   parse_attrs(fe, p);
 }
