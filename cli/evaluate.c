@@ -77,6 +77,15 @@ static lm_status calibrated(const char *given, lm_isa isa, int quick,
     st = lm_profile_load(path, out, &info, err);
     if (st == LM_OK && info.fingerprint_diffs > 0)
       fprintf(stderr, "lanemap evaluate: warning: %s\n", info.warning);
+    if (st == LM_OK && strcmp(lm_profile_get_isa(*out), lm_isa_name(isa)) != 0) {
+      st = lm_error_set(err, LM_EINPUT,
+                        "%s: a profile of ISA target %s, not %s (calibrate "
+                        "with --isa %s)",
+                        path, lm_profile_get_isa(*out), lm_isa_name(isa),
+                        lm_isa_name(isa));
+      lm_profile_free(*out);
+      *out = NULL;
+    }
     if (st == LM_OK)
       printf("calibrate %-10s %s %s\n", lm_isa_name(isa),
              given ? "given" : "cached", path);
@@ -157,6 +166,41 @@ static lm_status predict(const lm_eval_opts *o, const lm_cases *cs,
 
 /* Take the measurements of cases an earlier run finished; returns how many
  * cases are done in *done (a flag per case). */
+static int same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Keep the records of complete cases old[j] that this run takes over
+ * (used[j]) or does not run at all (another shard's); drop incomplete cases
+ * and cases this run measures again (after an interruption, or with another
+ * protocol), so a case is never mixed from two runs. */
+static int keep_used(lm_records *rs, const lm_eval_case *old,
+                     const unsigned char *used, int n,
+                     const lm_eval_run *run) {
+  int kept = 0;
+  for (int i = 0; i < rs->n; i++) {
+    const cJSON *id =
+        rs->r[i].extra ? cJSON_GetObjectItemCaseSensitive(rs->r[i].extra, "case")
+                       : NULL;
+    int keep = 0;
+    for (int j = 0; j < n && !keep && cJSON_IsString(id); j++) {
+      if (strcmp(old[j].id, id->valuestring) != 0)
+        continue;
+      int ours = 0;
+      for (int c = 0; c < run->ncases && !ours; c++)
+        ours = strcmp(run->cases[c].id, old[j].id) == 0;
+      keep = used[j] || !ours;
+    }
+    if (keep)
+      rs->r[kept++] = rs->r[i];
+    else
+      lm_record_free(&rs->r[i]);
+  }
+  int dropped = rs->n - kept;
+  rs->n = kept;
+  return dropped;
+}
+
 static lm_status resume(const char *records, lm_eval_run *run,
                         unsigned char *done, int *ndone, lm_error *err) {
   *ndone = 0;
@@ -166,19 +210,20 @@ static lm_status resume(const char *records, lm_eval_run *run,
   lm_eval_case *old = NULL;
   int nold = 0, incomplete = 0;
   lm_status st = lm_records_read(records, &rs, err);
-  /* An interrupted append left half a line: drop it before appending. */
-  if (st == LM_OK && rs.truncated)
-    st = lm_records_write(records, &rs, err);
   if (st == LM_OK)
     st = lm_eval_cases_from_records(&rs, &old, &nold, &incomplete, err);
+  unsigned char *used = calloc((size_t)(nold > 0 ? nold : 1), 1);
+  if (st == LM_OK && !used)
+    st = lm_error_set(err, LM_ESYS, "out of memory");
   for (int i = 0; i < run->ncases && st == LM_OK; i++) {
     lm_eval_case *c = &run->cases[i];
     for (int j = 0; j < nold; j++) {
       const lm_eval_case *p = &old[j];
       if (strcmp(p->id, c->id) != 0 || p->nvariants != c->nvariants ||
           strcmp(p->kernel_hash, c->kernel_hash) != 0 || p->R != c->R ||
-          p->C != c->C)
-        continue;
+          p->C != c->C || !same_str(p->extra, c->extra) ||
+          !same_str(p->protocol, c->protocol))
+        continue; /* another kernel, shape, seed or protocol: measure again */
       int same = 1;
       for (int v = 0; v < c->nvariants && same; v++)
         same = strcmp(p->v[v].variant, c->v[v].variant) == 0;
@@ -193,10 +238,16 @@ static lm_status resume(const char *records, lm_eval_run *run,
         p->v[v].times = NULL;
       }
       done[i] = 1;
+      used[j] = 1;
       ++*ndone;
       break;
     }
   }
+  /* Half a line, half a case or a stale case of an earlier run: drop them
+   * before appending, so every case in the file is one measurement. */
+  if (st == LM_OK && (keep_used(&rs, old, used, nold, run) > 0 || rs.truncated))
+    st = lm_records_write(records, &rs, err);
+  free(used);
   for (int j = 0; j < nold; j++)
     lm_eval_case_free(&old[j]);
   free(old);
@@ -292,7 +343,7 @@ typedef struct Outcome {
 static void print_stats(const lm_eval_run *run, Outcome *oc) {
   printf("%-16s %7s %7s %7s %7s %7s %6s\n", "policy", "score", "geomean",
          "median", "p90", "max", "<=3%");
-  double worst_fixed = INFINITY;
+  double best_fixed = INFINITY;
   for (int p = 0; p < LM_POLICY__COUNT; p++) {
     lm_regret_stats s;
     lm_error e = {0};
@@ -306,9 +357,9 @@ static void print_stats(const lm_eval_run *run, Outcome *oc) {
       oc->plan = s;
     else if (p == LM_POLICY_CROSS)
       oc->cross = s, oc->has_cross = 1;
-    else if (p != LM_POLICY_RANDOM && s.geomean < worst_fixed &&
+    else if (p != LM_POLICY_RANDOM && s.geomean < best_fixed &&
              p != LM_POLICY_DEFAULT && p != LM_POLICY_ROOFLINE) {
-      worst_fixed = s.geomean;
+      best_fixed = s.geomean;
       oc->best_fixed = s;
       oc->best_fixed_name = lm_policy_name((lm_policy)p);
     }
@@ -368,6 +419,10 @@ static lm_status evaluate_isa(const eval_cli *a, const lm_cases *cs,
     st = measure(&o, &ks, &run, done, ndone, records, &oc->failures,   /* measure  */
                  &compile_s, err);
   run.measure_s = cli_now_s() - m0;
+  oc->failures = 0; /* over every case, resumed ones included */
+  for (int i = 0; i < run.ncases; i++)
+    for (int v = 0; v < run.cases[i].nvariants; v++)
+      oc->failures += run.cases[i].v[v].verified == 0;
   if (st == LM_OK) st = score(&run, err);                              /* score    */
   run.total_s = cli_now_s() - t0 + calib_s;
   if (st == LM_OK) st = report(dir, &run, err);                        /* report   */

@@ -23,7 +23,7 @@ static const cli_command commands[] = {
     {"check", "parse and check kernel files", cmd_check},
     {"oracle", "run the FP64 oracle on seeded inputs, write JSON Lines",
      cmd_oracle},
-    {"evaluate", "check the kernels and run the suite (the main job)",
+    {"evaluate", "held-out regret of the plan and the baselines (the main job)",
      cmd_evaluate},
     {"run", "compile variants and run them, --verify against the oracle",
      cmd_run},
@@ -36,6 +36,7 @@ static const cli_command commands[] = {
     {"solve", "choose variants and a dispatch per shape for a workload", cmd_solve},
     {"compile", "compile a plan: JIT every planned variant, or --aot DIR", cmd_compile},
     {"merge", "merge the records of shards into one records.jsonl", cmd_merge},
+    {"records", "import hyperfine/TVM measurements, keep the best per shape", cmd_records},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -77,11 +77,25 @@ static int key_seen(key_set *ks, char *key) {
   return 0;
 }
 
+/* mkdir -p: the folder and any missing parents. */
 static int make_dir(const char *dir) {
   struct stat sb;
   if (stat(dir, &sb) == 0)
     return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
-  return mkdir(dir, 0755) == 0 ? 0 : errno;
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", dir);
+  char *slash = strrchr(parent, '/');
+  while (slash && slash > parent && slash[1] == 0) { /* trailing slashes */
+    *slash = 0;
+    slash = strrchr(parent, '/');
+  }
+  if (slash && slash > parent) {
+    *slash = 0;
+    int e = make_dir(parent);
+    if (e)
+      return e;
+  }
+  return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : errno;
 }
 
 int cmd_merge(int argc, char **argv) {

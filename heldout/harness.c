@@ -301,8 +301,18 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   out->R = c->R;
   out->C = c->C;
   out->nvariants = ek->nv;
+  char proto[256];
+  int n = snprintf(proto, sizeof proto,
+                   "seed=%llu samples=%d sample_ms=%g warmup_ms=%g workers=",
+                   (unsigned long long)o->seed, o->timing.samples,
+                   o->timing.sample_ms, o->timing.warmup_ms);
+  for (int w = 0; w < 8 && o->workers[w] > 0 && n < (int)sizeof proto - 8; w++)
+    n += snprintf(proto + n, sizeof proto - (size_t)n, "%s%d", w ? "," : "",
+                  o->workers[w]);
+  out->protocol = strdup(proto);
   out->v = calloc((size_t)ek->nv, sizeof *out->v);
   if (!out->id || !out->kernel || !out->kernel_hash || !out->isa || !out->v ||
+      !out->protocol ||
       (c->split && !out->split) || (c->extra && !out->extra))
     return lm_error_set(err, LM_ESYS, "out of memory");
   for (int i = 0; i < ek->nv; i++) {

@@ -39,6 +39,8 @@ static double quantile(const double *sorted, int n, double q) {
   if (lo >= n - 1)
     return sorted[n - 1];
   double f = pos - lo;
+  if (f == 0 || sorted[lo + 1] == sorted[lo])
+    return sorted[lo]; /* also keeps an infinite regret from giving NAN */
   return sorted[lo] + f * (sorted[lo + 1] - sorted[lo]);
 }
 
@@ -60,10 +62,11 @@ lm_status lm_regret_stats_compute(const double *t_best, const double *t_chosen,
       return lm_error_set(err, LM_EINPUT,
                           "t_best[%d]: expected a finite time > 0, got %g", i,
                           t_best[i]);
-    if (!isfinite(t_chosen[i]) || t_chosen[i] <= 0)
+    if (isnan(t_chosen[i]) || t_chosen[i] <= 0)
       return lm_error_set(err, LM_EINPUT,
-                          "t_chosen[%d]: expected a finite time > 0, got %g", i,
-                          t_chosen[i]);
+                          "t_chosen[%d]: expected a time > 0 (INFINITY: the "
+                          "pick failed), got %g",
+                          i, t_chosen[i]);
     if (t_chosen[i] < t_best[i] * (1 - ROUNDING))
       return lm_error_set(err, LM_EINPUT, "t_chosen[%d]: %g is below t_best %g",
                           i, t_chosen[i], t_best[i]);
@@ -214,8 +217,10 @@ lm_status lm_eval_case_score(lm_eval_case *c, lm_error *err) {
     int ch = c->choice[p];
     if (p == LM_POLICY_RANDOM)
       c->t_policy[p] = sum / m;
-    else /* a pick that failed verification has no time: reported apart */
-      c->t_policy[p] = ch >= 0 && timed(&c->v[ch]) ? c->v[ch].measured : NAN;
+    else if (ch < 0)
+      c->t_policy[p] = NAN; /* the policy made no choice */
+    else /* a pick that failed the oracle check loses everything */
+      c->t_policy[p] = timed(&c->v[ch]) ? c->v[ch].measured : INFINITY;
   }
   c->tau = lm_kendall_tau(pred, meas, m);
   qsort(rk, (size_t)m, sizeof *rk, cmp_ranked);
@@ -255,7 +260,7 @@ lm_status lm_eval_policy_stats(const lm_eval_run *run, lm_policy p,
     const lm_eval_case *c = &run->cases[i];
     if (split && (!c->split || strcmp(c->split, split) != 0))
       continue;
-    if (!isfinite(c->t_best) || !isfinite(c->t_policy[p]))
+    if (!isfinite(c->t_best) || isnan(c->t_policy[p]))
       continue;
     tb[m] = c->t_best;
     tc[m] = c->t_policy[p];
@@ -278,6 +283,7 @@ void lm_eval_case_free(lm_eval_case *c) {
     free(c->v[i].times);
   }
   free(c->v);
+  free(c->protocol);
   free(c->id);
   free(c->split);
   free(c->kernel);

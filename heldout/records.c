@@ -9,6 +9,8 @@
  * object:
  *
  *   case, split       the case id and its split
+ *   protocol          how it was measured (seed, samples, sample length,
+ *                     warm-up, worker counts): resuming needs the same
  *   case_variant      this variant's index in the case (enumeration order)
  *   case_variants     how many variants the case has; a case is complete
  *                     when every index is present
@@ -96,6 +98,8 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
     cJSON *x = r->extra = cJSON_CreateObject();
     ok = x && cJSON_AddStringToObject(x, "case", c->id) &&
          (!c->split || cJSON_AddStringToObject(x, "split", c->split)) &&
+         (!c->protocol ||
+          cJSON_AddStringToObject(x, "protocol", c->protocol)) &&
          cJSON_AddNumberToObject(x, "case_variant", i) &&
          cJSON_AddNumberToObject(x, "case_variants", c->nvariants) &&
          add_num(x, "pred_cross", v->pred_cross * 1e-9) &&
@@ -280,6 +284,9 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
     lm_eval_case *c = &cs[ncs++];
     int ok = 1;
     const cJSON *split = field(f, "split");
+    const cJSON *proto = field(f, "protocol");
+    c->protocol =
+        cJSON_IsString(proto) ? dup_or_null(proto->valuestring, &ok) : NULL;
     c->id = dup_or_null(g[k].id, &ok);
     c->split =
         cJSON_IsString(split) ? dup_or_null(split->valuestring, &ok) : NULL;

@@ -135,8 +135,19 @@ Test(evaluate, resumes_finished_cases_and_remeasures_incomplete_ones) {
   run_free(&r);
   char *after = record_keys(records);
   cr_expect_str_eq(after, before);
+  /* the re-measured case replaced its partial records: no key twice */
+  char *text2 = run_slurp(records);
+  cr_expect_eq(run_count_lines(text2, "\"schema\""),
+               run_count_lines(after, " "), "%s", text2);
+  free(text2);
   free(before);
   free(after);
+
+  /* another seed is another measurement: nothing is reused */
+  r = evaluate(out, "--seed=7");
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "3 measured now") != NULL, "%s", r.out);
+  run_free(&r);
 
   r = evaluate(out, "--fresh");
   cr_assert_eq(r.code, 0, "%s", r.err);
@@ -187,6 +198,7 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
       {{"--isa", "avx2,host", "--profile", prof}, "--profile"},
       {{"--cases", "/nonexistent/cases.json"}, "/nonexistent/cases.json"},
       {{"--bogus"}, "--bogus"},
+      {{"--isa", "avx2", "--cross", "none", "--profile", prof}, "not x86-64-v3"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char o[600];

@@ -71,10 +71,23 @@ Test(metrics, bad_times_are_rejected_naming_the_index) {
   cr_expect_eq(lm_regret_stats_compute(tb3, tc3, 1, 0.03, &s, &err), LM_EINPUT);
   cr_expect(strstr(err.msg, "t_chosen[0]") && strstr(err.msg, "below"), "%s",
             err.msg);
-  double tb4[] = {1}, tc4[] = {INFINITY};
-  cr_expect_eq(lm_regret_stats_compute(tb4, tc4, 1, 0.03, &s, &err), LM_EINPUT);
+  double tb4[] = {1}, tc4[] = {1};
   cr_expect_eq(lm_regret_stats_compute(tb4, tc4, -1, 0.03, &s, &err),
                LM_EINPUT);
+}
+
+Test(metrics, a_failed_pick_is_an_infinite_regret_not_a_dropped_case) {
+  lm_regret_stats s;
+  lm_error err = {0};
+  double tb[] = {1, 1, 1}, tc[] = {1, 1.5, INFINITY};
+  cr_assert_eq(lm_regret_stats_compute(tb, tc, 3, 0.03, &s, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_eq(s.n, 3);
+  cr_expect(isinf(s.max) && isinf(s.geomean), "max %g geomean %g", s.max,
+            s.geomean);
+  cr_expect_eq(s.score, 0);
+  cr_expect_float_eq(s.median, 0.5, 1e-12);
+  cr_expect_float_eq(s.within, 1.0 / 3, 1e-12);
 }
 
 Test(metrics, a_chosen_time_a_rounding_below_best_counts_as_the_best) {
@@ -195,7 +208,7 @@ Test(metrics, case_score_fills_every_field) {
   cr_expect_eq(c.t_best, 30);
   cr_expect_eq(c.t_policy[LM_POLICY_PLAN], 40);
   cr_expect_eq(c.t_policy[LM_POLICY_PROGRAM], 50);
-  cr_expect(isnan(c.t_policy[LM_POLICY_PACKET]), "an unverified pick");
+  cr_expect(isinf(c.t_policy[LM_POLICY_PACKET]), "an unverified pick");
   cr_expect(isnan(c.t_policy[LM_POLICY_INDUCTOR]), "no pick");
   expect_near(c.t_policy[LM_POLICY_RANDOM], 45, "mean of 50 40 30 60");
   /* verified: pred 10 20 40 30 vs meas 50 40 30 60: 2 concordant pairs

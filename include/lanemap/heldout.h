@@ -45,7 +45,9 @@ typedef struct lm_regret_stats {
 
 #define LM_REGRET_TIE 0.03 /* regrets up to 3% are within timing noise */
 
-/* LM_EINPUT naming the index of a bad time (non-finite, <= 0, or
+/* t_chosen[i] may be INFINITY (the pick failed the oracle check): its regret
+ * is infinite, the score drops accordingly.
+ * LM_EINPUT naming the index of a bad time (NAN, <= 0, non-finite t_best, or
  * t_chosen < t_best by more than rounding, 1e-9 relative).  n == 0 is not
  * an error: out->n is 0 and the figures NAN.  A regret counts as within
  * when it is <= tie (up to rounding). */
@@ -106,6 +108,7 @@ typedef struct lm_eval_case {
   int64_t R, C;
   char *extra; /* NULL or "H=33,..." */
   char *isa;   /* ISA target the variants were compiled for */
+  char *protocol; /* how it is measured: "seed=1 samples=5 ...", or NULL */
   int nvariants;
   lm_eval_variant *v;
   /* Filled by lm_eval_case_score from v and the policy choices: */
@@ -137,7 +140,8 @@ typedef struct lm_eval_run {
 /* Compute best, t_best, t_policy, tau, t_top and t_rand of c from its
  * variants and c->choice (the policies' picks are set by the harness).
  * Only verified, timed variants count: a pick that failed verification
- * gets t_policy NAN (the report lists it apart), RANDOM's time is the mean
+ * gets t_policy INFINITY (an infinite regret: a policy is never flattered
+ * by leaving the case out), no pick NAN, RANDOM's time is the mean
  * over them, t_top ranks them by predicted (ties to the lower index).
  * LM_EINPUT if no variant was verified and timed, or a choice is outside
  * [-1, nvariants). */
