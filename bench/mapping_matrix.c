@@ -10,7 +10,6 @@
  *
  *   bench_mapping_matrix [--quick] [--case ID] [--samples N] [--sample-ms MS]
  */
-#include <immintrin.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,58 +17,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench/anchors/anchors.h"
 #include "lanemap/verify.h"
 
-/* ---- the hand-written comparison kernel (not library code) ------------- */
-
-/* RMSNorm with the same arithmetic as kernels/rmsnorm.lk (x / sqrt(ms+eps)
- * * g, no fast-math), so the comparison is about code generation.  Args in
- * the lanemap ABI: x, g, eps, y, then R, C. */
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) static void
-rmsnorm_avx512(const void *args, int64_t first, int64_t count) {
-  const uint64_t *a = args;
-  const float *x = (const float *)(uintptr_t)a[0];
-  const float *g = (const float *)(uintptr_t)a[1];
-  double epsd;
-  memcpy(&epsd, &a[2], sizeof epsd);
-  float eps = (float)epsd;
-  float *y = (float *)(uintptr_t)a[3];
-  int64_t C = (int64_t)a[5];
-  for (int64_t r = first; r < first + count; r++) {
-    const float *xr = x + r * C;
-    float *yr = y + r * C;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int64_t j = 0;
-    for (; j + 64 <= C; j += 64) {
-      __m512 v0 = _mm512_loadu_ps(xr + j), v1 = _mm512_loadu_ps(xr + j + 16);
-      __m512 v2 = _mm512_loadu_ps(xr + j + 32), v3 = _mm512_loadu_ps(xr + j + 48);
-      acc0 = _mm512_add_ps(acc0, _mm512_mul_ps(v0, v0));
-      acc1 = _mm512_add_ps(acc1, _mm512_mul_ps(v1, v1));
-      acc2 = _mm512_add_ps(acc2, _mm512_mul_ps(v2, v2));
-      acc3 = _mm512_add_ps(acc3, _mm512_mul_ps(v3, v3));
-    }
-    for (; j + 16 <= C; j += 16) {
-      __m512 v = _mm512_loadu_ps(xr + j);
-      acc0 = _mm512_add_ps(acc0, _mm512_mul_ps(v, v));
-    }
-    if (j < C) {
-      __mmask16 m = (__mmask16)((1u << (C - j)) - 1);
-      __m512 v = _mm512_maskz_loadu_ps(m, xr + j);
-      acc1 = _mm512_add_ps(acc1, _mm512_mul_ps(v, v));
-    }
-    float ms = _mm512_reduce_add_ps(
-        _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
-    __m512 d = _mm512_set1_ps(sqrtf(ms / (float)C + eps));
-    for (j = 0; j + 16 <= C; j += 16)
-      _mm512_storeu_ps(yr + j, _mm512_mul_ps(_mm512_div_ps(_mm512_loadu_ps(xr + j), d),
-                                             _mm512_loadu_ps(g + j)));
-    if (j < C) {
-      __mmask16 m = (__mmask16)((1u << (C - j)) - 1);
-      __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, xr + j), d);
-      _mm512_mask_storeu_ps(yr + j, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, g + j)));
-    }
-  }
-}
+/* The hand-written comparison kernel is bench/anchors' RMSNorm
+ * (anchor_hand_rmsnorm: the same arithmetic as kernels/rmsnorm.lk, no
+ * fast-math), so the comparison is about code generation. */
 
 /* ---- timing items ---------------------------------------------------------- */
 
@@ -114,8 +67,7 @@ static int bench_case(const char *id, const char *kfile, int64_t R, int64_t C,
   lm_enum_defaults(&eo);
   lm_variant *vs;
   int nv = lm_variant_enumerate(k, &eo, &vs, &err);
-  int hand = strcmp(k->name, "rmsnorm") == 0 && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512bw");
+  int hand = strcmp(k->name, "rmsnorm") == 0 && anchor_hand_runnable();
   lm_compiled **cs = calloc((size_t)nv, sizeof *cs);
   lm_timed *items = calloc((size_t)nv + 1, sizeof *items);
   Entry *ents = calloc((size_t)nv + 1, sizeof *ents);
@@ -139,12 +91,12 @@ static int bench_case(const char *id, const char *kfile, int64_t R, int64_t C,
   int hi = -1;
   if (hand) {
     lm_verify_result res;
-    if (lm_verify_entry(k, rmsnorm_avx512, d, o, &res, &err) != LM_OK) {
+    if (lm_verify_entry(k, anchor_hand_rmsnorm, d, o, &res, &err) != LM_OK) {
       fprintf(stderr, "%s: hand-written kernel fails the oracle: %s\n", id, err.msg);
     } else {
       hi = n;
       snprintf(names[n], sizeof names[n], "hand-written AVX-512 (Inductor structure)");
-      ents[n] = (Entry){rmsnorm_avx512, args, R};
+      ents[n] = (Entry){anchor_hand_rmsnorm, args, R};
       items[n] = (lm_timed){names[n], run_entry, &ents[n]};
     }
   }
