@@ -206,6 +206,8 @@ static int build_design(Run *runs, int n, double **A, double **b, double **w,
 /* Fit the terms some benchmark exercises; a term no benchmark counts (e.g.
  * memory bytes in quick mode, whose working sets stay in cache) keeps its
  * named default and is reported as unmeasured. */
+#define PRIOR_WEIGHT 1.0
+
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
                      double *lo, double *hi, int *measured, lm_error *err) {
   double *A, *b, *w;
@@ -219,22 +221,43 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
     if (measured[t])
       cols[nc++] = t;
   }
-  double *Ac = malloc(sizeof *Ac * (size_t)m * (size_t)nc);
+  /* one prior row per fitted term after the benchmark rows: theta/default
+   * = 1 with weight PRIOR_WEIGHT, i.e. a factor-2 departure from the
+   * named default costs what a one-spread miss on one benchmark costs.
+   * It decides only what the benchmarks leave open (collinear terms would
+   * otherwise fall to 0 or take another term's share); Huber reweighting
+   * drops it where the measurements disagree with the default. */
+  int mp = m + nc;
+  double *Ac = calloc((size_t)mp * (size_t)nc, sizeof *Ac);
+  double *bp = malloc(sizeof *bp * (size_t)mp), *wp = malloc(sizeof *wp * (size_t)mp);
+  int *gp = malloc(sizeof *gp * (size_t)mp);
   double loc[LM_T__COUNT], hic[LM_T__COUNT];
-  for (int i = 0; i < m; i++)
+  for (int i = 0; i < m; i++) {
     for (int j = 0; j < nc; j++)
       Ac[i * nc + j] = A[i * LM_T__COUNT + cols[j]];
+    bp[i] = b[i], wp[i] = w[i], gp[i] = group[i];
+  }
+  for (int j = 0; j < nc; j++) {
+    double d, l, h;
+    const char *u;
+    lm_term_default(cols[j], &d, &l, &h, &u);
+    Ac[(m + j) * nc + j] = 1 / d;
+    bp[m + j] = 1, wp[m + j] = PRIOR_WEIGHT, gp[m + j] = n + j;
+  }
   for (int j = 0; j < nc; j++)
     loc[j] = lo[cols[j]], hic[j] = hi[cols[j]];
   lm_fit_opts fo;
   lm_fit_defaults(&fo);
-  fo.group = group;
+  fo.group = gp;
   fo.lo = loc;
   fo.hi = hic;
   fo.seed = o->seed;
-  fo.bootstrap = o->quick ? 50 : 200;
+  /* resamples and reweighting rounds within the time budgets (each of the
+   * bootstrap and leave-one-out refits repeats the Huber rounds) */
+  fo.bootstrap = o->quick ? 30 : 100;
+  fo.huber_max_iter = o->quick ? 20 : 30;
   lm_fit_result cr = {0};
-  lm_status s = lm_fit(&fo, m, nc, Ac, b, w, &cr, err);
+  lm_status s = lm_fit(&fo, mp, nc, Ac, bp, wp, &cr, err);
   if (s == LM_OK) {
     /* expand back to every term */
     *fr = cr;
@@ -264,7 +287,8 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   } else {
     lm_fit_result_free(&cr);
   }
-  free(Ac), free(A), free(b), free(w), free(group);
+  free(Ac), free(bp), free(wp), free(gp);
+  free(A), free(b), free(w), free(group);
   return s;
 }
 
@@ -350,20 +374,30 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
       resid[row++] = (pred - runs[i].ns[z]) / runs[i].ns[z];
     }
   lm_profile_set_residuals(p, resid, row, err);
+  double rms = 0;
+  int nfit = 0;
+  for (int i = 0, r = 0; i < n; i++, r += 2)
+    if (!runs[i].b->mixed)
+      rms += resid[r] * resid[r] + resid[r + 1] * resid[r + 1], nfit += 2;
+  rms = nfit ? sqrt(rms / nfit) : 0;
   free(resid);
   /* leave-one-benchmark-out errors, one per fitted benchmark */
   int frow = 0;
+  double loo2 = 0;
   for (int i = 0; i < n; i++) {
     if (runs[i].b->mixed)
       continue;
     double e = fmax(fabs(fr->loo[frow]), fabs(fr->loo[frow + 1]));
-    if (fr->loo_units > 0 && isfinite(e))
+    if (fr->loo_units > 0 && isfinite(e)) {
       lm_profile_add_loo(p, runs[i].b->name, e, err);
+      loo2 += fr->loo[frow] * fr->loo[frow] + fr->loo[frow + 1] * fr->loo[frow + 1];
+    }
     frow += 2;
   }
-  lm_profile_diagnostics dg = {fr->cond, fr->rank, fr->rms};
+  /* rms and LOO over the benchmark rows (the prior rows are not measurements) */
+  lm_profile_diagnostics dg = {fr->cond, fr->rank, rms};
   lm_profile_set_diagnostics(p, &dg, err);
-  cJSON_AddNumberToObject(extra, "loo_rms", fr->loo_rms);
+  cJSON_AddNumberToObject(extra, "loo_rms", frow ? sqrt(loo2 / frow) : 0);
   cJSON_AddNumberToObject(extra, "huber_iterations", fr->huber_iters);
   cJSON_AddNumberToObject(extra, "flagged", fr->nflagged);
   char *ej = cJSON_PrintUnformatted(extra);
@@ -435,8 +469,9 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
     s = fit(runs, n, o, &fr, lo, hi, measured, err);
-  if (s == LM_OK && fr.nflagged > 0) {
-    /* re-measure once with longer samples before flagging */
+  if (s == LM_OK && fr.nflagged > 0 && !o->quick) {
+    /* re-measure once with longer samples before flagging (full mode; the
+     * quick mode flags at once, to stay within its time budget) */
     lm_fit_result_free(&fr);
     memset(&fr, 0, sizeof fr);
     s = measure(runs, n, o, samples + 2, sample_ms * 2, err);

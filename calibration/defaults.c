@@ -28,8 +28,17 @@ static const struct {
     {LM_T_VSTORE, 1, "ns/op"},       {LM_T_SEGLOAD, 1, "ns/op"},
     {LM_T_SEGSTORE, 1, "ns/op"},     {LM_T_GATHER, 1, "ns/element"},
     {LM_T_SCATTER, 1.5, "ns/element"}, {LM_T_MASKLOAD, 1, "ns/op"},
+    /* an element served by L2 instead of L1: a 64-byte fill every 2 cycles
+     * shared by nothing, as a gathered line is used once before eviction */
+    {LM_T_GALIAS, 2, "ns/element"},
     {LM_T_MASKSTORE, 2, "ns/op"},    {LM_T_BLEND, 2, "ns/op"},
     {LM_T_SHUFFLE, 1, "ns/op"},      {LM_T_HRED, 3, "ns/step"},
+    /* a lane-crossing shuffle: 3 cycles of latency against 1 (uops.info,
+     * vpermps vs vshufps); 512-bit ALU ops issue on 2 ports instead of 3
+     * (port 1 is fused for zmm), about half an op more; a 16-lane SLEEF
+     * call about half a 8-lane one more */
+    {LM_T_HREDX, 2, "ns/step"},      {LM_T_WIDE, 0.5, "ns/op"},
+    {LM_T_WCALL, 10, "ns/call"},
     {LM_T_STEP, 1, "ns/step"},       {LM_T_MSTEP, 3, "ns/step"},
     {LM_T_PACKET, 10, "ns/packet"},  {LM_T_CALL, 15, "ns/call"},
     {LM_T_TASK, 60, "ns/task"},      {LM_T_FORK, 3000, "ns/launch"},

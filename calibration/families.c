@@ -4,6 +4,7 @@
  * caches, so "bytes served by L2" is measured with a working set that
  * lives in L2.  The kernels are ordinary lanemap kernels: they go through
  * the same parser, lowering, optimiser and verification as user kernels. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +84,20 @@ static void add(List *l, const char *name, const char *family, const char *src,
   b->C = C < 1 ? 1 : C;
 }
 
-/* Rows so that `bufs` buffers of R x C f32 take about `bytes`. */
+/* Rows so that `bufs` buffers of R x C f32 take about `bytes` and no more
+ * (whole packets of W rows, at least one). */
 static int64_t rows_for(int64_t bytes, int64_t C, int bufs, int W) {
   int64_t R = bytes / (C * 4 * bufs);
-  R = (R + W - 1) / W * W;
+  R = R / W * W;
   return R < W ? W : R;
+}
+
+/* Row length for a working set of `bytes` in `bufs` f32 buffers: 1024
+ * columns, fewer (a multiple of W) when W rows of 1024 would not fit, so
+ * that the set really has the intended size. */
+static int64_t cols_for(int64_t bytes, int bufs, int W) {
+  int64_t C = bytes / (4 * bufs * W) / W * W;
+  return C > 1024 ? 1024 : C < W ? W : C;
 }
 
 int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
@@ -98,10 +108,15 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   snprintf(m, sizeof m, "w%d/l%d/t1", W, W);
   const char *local = strdup(m);
 
-  /* bandwidth per cache level: working sets at a third of each level (so
-   * that the 2N run still fits), and past the last level when memory is
-   * reachable in reasonable time */
-  int64_t levels[4] = {c->l1 / 3, c->l2 / 3, c->l3 / 3, 0};
+  /* bandwidth per cache level: working sets at a third of L1 and L2 (so
+   * that the 2N run still fits), in L3 at the geometric middle of the range
+   * it serves (L2 .. a third of L3: a large shared L3, as on a VM host,
+   * serves the sizes just past L2 much faster than its far end), and past
+   * the last level when memory is reachable in reasonable time */
+  double l3mid = sqrt((double)c->l2 * (double)(c->l3 / 3));
+  int64_t levels[4] = {c->l1 / 3, c->l2 / 3, (int64_t)l3mid, 0};
+  if (levels[2] < c->l2)
+    levels[2] = c->l3 / 3;
   const char *lvname[4] = {"l1", "l2", "l3", "dram"};
   int64_t dram = c->l3 * 3 / 2;
   int nlev = 3;
@@ -110,15 +125,19 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
     nlev = 4;
   }
   for (int lv = 0; lv < nlev; lv++) {
-    int64_t C = 1024, B = levels[lv];
+    int64_t B = levels[lv];
     snprintf(name, sizeof name, "load_%s", lvname[lv]);
-    add(&l, name, "bandwidth", src_load, local, rows_for(B, C, 1, W), C);
+    add(&l, name, "bandwidth", src_load, local, rows_for(B, cols_for(B, 1, W), 1, W),
+        cols_for(B, 1, W));
     snprintf(name, sizeof name, "store_%s", lvname[lv]);
-    add(&l, name, "bandwidth", src_store, local, rows_for(B, C, 1, W), C);
+    add(&l, name, "bandwidth", src_store, local, rows_for(B, cols_for(B, 1, W), 1, W),
+        cols_for(B, 1, W));
     snprintf(name, sizeof name, "copy_%s", lvname[lv]);
-    add(&l, name, "bandwidth", src_copy, local, rows_for(B, C, 2, W), C);
+    add(&l, name, "bandwidth", src_copy, local, rows_for(B, cols_for(B, 2, W), 2, W),
+        cols_for(B, 2, W));
     snprintf(name, sizeof name, "triad_%s", lvname[lv]);
-    add(&l, name, "bandwidth", src_triad, local, rows_for(B, C, 3, W), C);
+    add(&l, name, "bandwidth", src_triad, local, rows_for(B, cols_for(B, 3, W), 3, W),
+        cols_for(B, 3, W));
   }
   int64_t l1C = 64, l1R = rows_for(c->l1 / 3, l1C, 2, W);
 
@@ -132,7 +151,17 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   add(&l, "glob_segment_load", "global", src_load, m, l1R, l1C);
   snprintf(m, sizeof m, "w%d/l%d/glob=gather/t1", W, W / 4);
   add(&l, "glob_segment_gather", "global", src_copy, m, l1R, l1C);
+  /* gathers without scatters (a row sum): copies gather and scatter the
+   * same elements, so these separate the two */
+  add(&l, "glob_segment_gather_load", "global", src_load, m, l1R, l1C);
+  snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
+  add(&l, "glob_gather_load", "global", src_load, m, l1R, l1C);
   add(&l, "glob_contiguous", "global", src_copy, local, l1R, l1C);
+  /* gathers over rows 4 KiB apart: every row of a gather in one L1 set */
+  snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
+  add(&l, "glob_gather_alias", "global", src_copy, m, 4 * W, 1024);
+  snprintf(m, sizeof m, "w%d/l%d/glob=gather/t1", W, W / 4);
+  add(&l, "glob_segment_gather_alias", "global", src_copy, m, 4 * W, 1024);
 
   /* private arrays: slot vs gather vs masked, full steps and tail-heavy */
   const char *privs[3] = {"slot", "gather", "masked"};
@@ -144,6 +173,10 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
     snprintf(m, sizeof m, "w%d/l%d/priv=%s/phase=snapshot/t1", W, W, privs[i]);
     snprintf(name, sizeof name, "predicate_%s", privs[i]);
     add(&l, name, "predication", src_priv, m, 2048, 2 * W + 3);
+    /* the same with no full step at all: only the masked step's costs
+     * (mask computation, blend or masked store) change against the above */
+    snprintf(name, sizeof name, "predicate_%s_tail_only", privs[i]);
+    add(&l, name, "predication", src_priv, m, 4096, 3);
   }
   /* a masked load without a masked store: row sums with a 3-lane tail */
   add(&l, "predicate_load_tail", "predication", src_load, local, 2048, 2 * W + 3);
@@ -195,6 +228,42 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   snprintf(m, sizeof m, "w%d/l%d/t2/g1", W, W);
   add(&l, "fork_tiny_t2", "forkjoin", src_copy, m, 2, 16);
   add(&l, "fork_tasks_t2", "forkjoin", src_copy, m, 256, 16);
+  /* the same rows in 4x fewer tasks: the task cost apart from the rows' */
+  snprintf(m, sizeof m, "w%d/l%d/t2/g4", W, W);
+  add(&l, "fork_tasks_t2_g4", "forkjoin", src_copy, m, 256, 16);
+
+  /* register width: where the ISA has two widths for f32 (AVX-512: zmm
+   * and ymm), the same kernels at the narrow width, so the fit can tell a
+   * 512-bit instruction's cost from two 256-bit ones (wide512, wide_call) */
+  int Wn = lm_isa_lanes(isa, LM_F32, 0);
+  if (Wn > 0 && Wn < W) {
+    snprintf(m, sizeof m, "w%d/l%d/t1", Wn, Wn);
+    for (int lv = 0; lv < 2; lv++) {
+      int64_t B = levels[lv];
+      snprintf(name, sizeof name, "narrow_load_%s", lvname[lv]);
+      add(&l, name, "width", src_load, m, rows_for(B, cols_for(B, 1, W), 1, W),
+          cols_for(B, 1, W));
+      snprintf(name, sizeof name, "narrow_copy_%s", lvname[lv]);
+      add(&l, name, "width", src_copy, m, rows_for(B, cols_for(B, 2, W), 2, W),
+          cols_for(B, 2, W));
+      snprintf(name, sizeof name, "narrow_triad_%s", lvname[lv]);
+      add(&l, name, "width", src_triad, m, rows_for(B, cols_for(B, 3, W), 3, W),
+          cols_for(B, 3, W));
+    }
+    /* streaming from L3 at both widths (copy and triad) */
+    int64_t B3 = levels[2];
+    add(&l, "narrow_copy_l3", "width", src_copy, m, rows_for(B3, 1024, 2, W), 1024);
+    add(&l, "narrow_triad_l3", "width", src_triad, m, rows_for(B3, 1024, 3, W), 1024);
+    add(&l, "narrow_alu", "width", src_alu, m, rows_for(c->l1 / 3, 256, 2, W), 256);
+    add(&l, "narrow_exp", "width", src_exp, m, rows_for(c->l1 / 3, 256, 2, W), 256);
+    add(&l, "narrow_erf", "width", src_erf, m, rows_for(c->l1 / 3, 256, 2, W), 256);
+    add(&l, "narrow_div", "width", src_div, m, rows_for(c->l1 / 3, 256, 2, W), 256);
+    add(&l, "narrow_loop_c4w", "width", src_copy, m, 2048, 4 * Wn);
+    snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", Wn);
+    add(&l, "narrow_glob_gather_rows4k", "width", src_copy, m, 4 * W, 1024);
+    snprintf(m, sizeof m, "w%d/l%d/priv=slot/phase=snapshot/t1", Wn, Wn);
+    add(&l, "narrow_predicate_slot", "width", src_priv, m, 2048, 2 * Wn + 3);
+  }
 
   /* composition check */
   snprintf(m, sizeof m, "w%d/l%d/phase=reread/t1", W, W);

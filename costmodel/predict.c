@@ -4,8 +4,10 @@
  * `lanemap predict --explain` can say why one variant beats another. */
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "costmodel/plan.h"
 #include "lanemap/costmodel.h"
 #include "lanemap/profile.h"
 
@@ -57,41 +59,67 @@ lm_status lm_coefs_from_bootstrap(const lm_profile *p, int b, lm_coefs *out,
   return coefs_from(p, bs + (size_t)b * (size_t)lm_profile_nterms(p), out, err);
 }
 
-void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
-                  lm_prediction *out) {
-  memset(out, 0, sizeof *out);
-  out->f = *f;
-  double tasks = f->n[LM_T_CALL] > 0 ? f->n[LM_T_CALL] : 1;
-  double par = v->workers > 1 ? fmin((double)v->workers, tasks) : 1;
-  double C = 0, Mc = 0, Md = 0;
+/* The model form, shared by lm_cost_eval and the compiled predictor so
+ * that both give the same bits: compute C and memory M per worker, the
+ * fork-join round on top, the hidden side weighted by the overlap. */
+/* The parallel speed-up of P packets in tasks of gp packets (the last one
+ * partial) claimed in order by `workers` workers: P over the busiest
+ * worker's packets.  Worker j claims tasks j, j + w, ...; the busiest is
+ * worker 0 or the one that holds the partial task. */
+static double speedup(double P, double gp, int workers) {
+  if (workers <= 1 || gp <= 0 || P <= gp)
+    return 1;
+  double w = workers, T = ceil(P / gp), r = P - (T - 1) * gp;
+  if (T <= w)
+    return P / gp;
+  double k = fmod(T - 1, w);                      /* holder of the partial task */
+  double nk = floor((T - 2 - k) / w) + 1, n0 = floor((T - 2) / w) + 1;
+  return P / fmax(nk * gp + r, n0 * gp);
+}
+
+static double combine(const lm_coefs *c, const double *n, double par, double *Cout,
+                      double *Mout, double *fork) {
+  double C = 0, Mc = 0, Md = 0, F = 0;
   for (int t = 0; t < LM_T__COUNT; t++) {
-    double x = c->theta[t] * f->n[t];
+    double x = c->theta[t] * n[t];
     if (t == LM_T_FORK)
-      out->fork_ns = x;
+      F = x;
     else if (t == LM_T_B_DRAM)
       Md += x;
     else if (t >= LM_T_FIRST_MEM)
       Mc += x;
     else
       C += x;
-    out->term_ns[t] = x;
   }
   C /= par;
   double M = Mc / par + Md;
-  double hi = fmax(C, M), lo = fmin(C, M);
+  *Cout = C, *Mout = M, *fork = F;
+  return F + fmax(C, M) + c->overlap * fmin(C, M);
+}
+
+static double grain_packets(const lm_variant *v) {
+  return (double)v->grain / (double)(v->w / v->l);
+}
+
+void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
+                  lm_prediction *out) {
+  memset(out, 0, sizeof *out);
+  out->f = *f;
+  double C, M, par = speedup(f->packets, grain_packets(v), v->workers);
+  out->ns = combine(c, f->n, par, &C, &M, &out->fork_ns);
   out->compute_ns = C;
   out->memory_ns = M;
   out->memory_bound = M > C;
-  out->ns = out->fork_ns + hi + c->overlap * lo;
   /* shares: the bound side counts fully, the hidden side by the overlap */
   double fc = (C >= M ? 1 : c->overlap) / par, fm = C >= M ? c->overlap : 1;
   for (int t = 0; t < LM_T__COUNT; t++) {
+    double x = c->theta[t] * f->n[t];
     if (t == LM_T_FORK)
-      continue;
-    if (t < LM_T_FIRST_MEM)
-      out->term_ns[t] *= fc;
+      out->term_ns[t] = x;
+    else if (t < LM_T_FIRST_MEM)
+      out->term_ns[t] = x * fc;
     else
-      out->term_ns[t] *= fm / (t == LM_T_B_DRAM ? 1 : par);
+      out->term_ns[t] = x * fm / (t == LM_T_B_DRAM ? 1 : par);
   }
   out->p5 = out->p95 = out->ns;
 }
@@ -131,4 +159,140 @@ lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
     free(t);
   }
   return LM_OK;
+}
+
+/* ---- compiled predictor ------------------------------------------------
+ *
+ * One cost plan per variant (the shape-independent counts) and the
+ * profile's coefficients, fixed at construction.  The compute side is
+ * linear in the counts, and the counts are linear in the step numbers of
+ * a shape, so each variant keeps the compute ns of one main, rest and tail
+ * step, of one packet and of one task (the width extras folded into the
+ * coefficients of the instructions they count).  A shape then costs its
+ * step structure, the cache-level split of its bytes and the model form:
+ * no allocation, no variant check, no IR walk, no per-term loop.  The sums
+ * run in another order than lm_cost_eval's, so the two agree to rounding
+ * (1e-12 relative), not bit for bit. */
+
+typedef struct Fast {
+  double wmain, wrest, wtail; /* compute ns of one step of each mode */
+  double wpacket;             /* compute ns per packet, finalisation included */
+  double wtask;               /* call ns per task */
+  double wpool;               /* task ns per task, when the pool runs them */
+  double walias;              /* ns per aliasing gathered element */
+  double fork;                /* fork-join ns per launch (workers > 1) */
+  double gp;                  /* packets per task */
+  int workers, gathers;       /* gathers: the plan has row gathers */
+} Fast;
+
+struct lm_predictor {
+  lm_coefs c;
+  int n;
+  Fast *fast;
+  lm_cost_plan *plans;
+};
+
+static void fast_of(const lm_coefs *c, const lm_cost_plan *pl, int workers, Fast *f) {
+  double eff[LM_T__COUNT];
+  for (int t = 0; t < LM_T__COUNT; t++)
+    eff[t] = t < LM_T_FIRST_MEM && t != LM_T_FORK ? c->theta[t] : 0;
+  if (pl->wide) {
+    for (int i = 0; i < LM_PLAN_NWIDE_INS; i++)
+      eff[lm_plan_wide_ins[i]] += c->theta[LM_T_WIDE];
+    for (int i = 0; i < LM_PLAN_NWIDE_CALLS; i++)
+      eff[lm_plan_wide_calls[i]] += c->theta[LM_T_WCALL];
+  }
+  memset(f, 0, sizeof *f);
+  for (int t = 0; t < LM_T__COUNT; t++) {
+    f->wmain += eff[t] * pl->step_main[t];
+    f->wrest += eff[t] * pl->step_rest[t];
+    f->wtail += eff[t] * pl->step_tail[t];
+    f->wpacket += eff[t] * pl->packet[t];
+  }
+  int lg = 0;
+  while ((1 << (lg + 1)) <= pl->L)
+    lg++;
+  f->wpacket += eff[LM_T_VOP] * (pl->U - 1) * pl->nred + eff[LM_T_HRED] * lg * pl->nred +
+                eff[LM_T_HREDX] * pl->nred_cross * pl->nred;
+  f->wtask = c->theta[LM_T_CALL];
+  f->wpool = workers > 1 ? c->theta[LM_T_TASK] : 0;
+  f->walias = c->theta[LM_T_GALIAS];
+  f->fork = workers > 1 ? c->theta[LM_T_FORK] : 0;
+  f->workers = workers;
+  f->gp = (double)pl->grain / (double)pl->G;
+  for (int b = 0; b < pl->nbuf; b++)
+    f->gathers |= pl->gather_main[b] != 0 || pl->gather_rest[b] != 0 || pl->gather_tail[b] != 0;
+}
+
+lm_status lm_predictor_new(const lm_profile *p, const lm_kernel *k, const lm_variant *vs,
+                           int n, lm_predictor **out, lm_error *err) {
+  *out = NULL;
+  if (n < 0 || (n > 0 && !vs))
+    return lm_error_set(err, LM_EINPUT, "predictor: %d variants", n);
+  lm_predictor *pr = calloc(1, sizeof *pr);
+  if (!pr)
+    return lm_error_set(err, LM_ESYS, "predictor: out of memory");
+  if (lm_coefs_from_profile(p, &pr->c, err) != LM_OK) {
+    free(pr);
+    return LM_EINPUT;
+  }
+  pr->n = n;
+  pr->fast = calloc((size_t)(n > 0 ? n : 1), sizeof *pr->fast);
+  pr->plans = calloc((size_t)(n > 0 ? n : 1), sizeof *pr->plans);
+  if (!pr->fast || !pr->plans) {
+    lm_predictor_free(pr);
+    return lm_error_set(err, LM_ESYS, "predictor: out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    if (lm_cost_plan_build(k, &vs[i], &pr->plans[i], err) != LM_OK) {
+      char buf[96], msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      lm_error_set(err, LM_EINPUT, "predictor: variant %d (%s): %s", i,
+                   lm_variant_format(&vs[i], buf, sizeof buf), msg);
+      lm_predictor_free(pr);
+      return LM_EINPUT;
+    }
+    fast_of(&pr->c, &pr->plans[i], vs[i].workers, &pr->fast[i]);
+  }
+  *out = pr;
+  return LM_OK;
+}
+
+int lm_predictor_count(const lm_predictor *p) { return p ? p->n : 0; }
+
+void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
+                            const lm_rowstats *rows, double *out_ns) {
+  const lm_coefs *c = &p->c;
+  for (int i = 0; i < p->n; i++) {
+    const lm_cost_plan *pl = &p->plans[i];
+    const Fast *f = &p->fast[i];
+    lm_plan_steps st;
+    lm_cost_plan_steps(pl, s, rows, &st);
+    double C = st.Pf * (st.main * f->wmain + st.rest * f->wrest + st.tail * f->wtail) +
+               (st.P - st.Pf) * st.S * f->wtail + st.P * f->wpacket + st.tasks * f->wtask;
+    int pooled = st.tasks > 1; /* one task runs inline, without the pool */
+    if (pooled)
+      C += st.tasks * f->wpool;
+    if (f->gathers && f->walias > 0)
+      C += f->walias * lm_cost_plan_alias(pl, s, &c->caches, &st);
+    double lv[3], total, fp;
+    lm_cost_plan_bytes(pl, s, &c->caches, &st, lv, &total, &fp);
+    double par = speedup(st.P, f->gp, f->workers);
+    C /= par;
+    double M = (c->theta[LM_T_B_L2] * lv[0] + c->theta[LM_T_B_L3] * lv[1]) / par +
+               c->theta[LM_T_B_DRAM] * lv[2];
+    out_ns[i] = (pooled ? f->fork : 0) + fmax(C, M) + c->overlap * fmin(C, M);
+  }
+}
+
+void lm_predictor_eval(const lm_predictor *p, const lm_shape *s, double *out_ns) {
+  lm_predictor_eval_rows(p, s, NULL, out_ns);
+}
+
+void lm_predictor_free(lm_predictor *p) {
+  if (!p)
+    return;
+  free(p->fast);
+  free(p->plans);
+  free(p);
 }

@@ -106,6 +106,77 @@ Test(counts, workers_add_tasks_and_one_fork) {
   cr_expect_eq(f.n[LM_T_CALL], 25);
   cr_expect_eq(f.n[LM_T_TASK], 25);
   cr_expect_eq(f.n[LM_T_FORK], 1);
+  /* one task runs inline: no pool task, no fork-join round */
+  lm_features g = count(k, "x86-64-v4/w16/l16/t2/g4", 3, 64);
+  cr_expect_eq(g.n[LM_T_CALL], 1);
+  cr_expect_eq(g.n[LM_T_TASK], 0);
+  cr_expect_eq(g.n[LM_T_FORK], 0);
+  lm_kernel_free(k);
+}
+
+Test(counts, gathers_over_rows_that_share_an_l1_set_count_as_aliased) {
+  /* W = 16 rows 4096 bytes apart (C = 1024 f32): every row of a gather in
+   * one set of the default 48 KiB (12-way) L1.  Per step 2 gathers (a, b)
+   * and 1 scatter (y) of 16 elements; 1024 steps, one packet. */
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_features f = count(k, "x86-64-v4/w16/l1/glob=gather/t1", 16, 1024);
+  cr_expect_eq(f.n[LM_T_GALIAS], 3 * 16 * 1024);
+  cr_expect_eq(f.n[LM_T_GATHER], 2 * 16 * 1024);
+  /* 4000-byte rows spread over the sets; 8 rows fit the 12 ways */
+  cr_expect_eq(count(k, "x86-64-v4/w16/l1/glob=gather/t1", 16, 1000).n[LM_T_GALIAS], 0);
+  cr_expect_eq(count(k, "x86-64-v4/w8/l1/glob=gather/t1", 16, 1024).n[LM_T_GALIAS], 0);
+  /* a partial packet gathers from the rows that exist: 5 rows fit the ways */
+  cr_expect_eq(count(k, "x86-64-v4/w16/l1/glob=gather/t1", 5, 1024).n[LM_T_GALIAS], 0);
+  cr_expect_eq(count(k, "x86-64-v4/w16/l1/glob=gather/t1", 21, 1024).n[LM_T_GALIAS],
+               3 * 16 * 1024, "the full packet aliases, the 5-row one does not");
+  /* rows closer than a cache line share lines: 16 rows of 1 column are one line */
+  cr_expect_eq(count(k, "x86-64-v4/w16/l1/glob=gather/t1", 16, 1).n[LM_T_GALIAS], 0);
+  /* contiguous loads never alias */
+  cr_expect_eq(count(k, "x86-64-v4/w16/l16/t1", 16, 1024).n[LM_T_GALIAS], 0);
+  lm_kernel_free(k);
+}
+
+Test(counts, butterfly_stages_crossing_128_bits_are_counted_apart) {
+  /* f32, L = 16: stages 8, 4, 2, 1 lanes apart; 8 and 4 cross 16 bytes.
+   * One reduction per packet, 3 packets. */
+  lm_kernel *k = load("kernels/rmsnorm.lk");
+  lm_features f = count(k, "x86-64-v4/w16/l16/phase=reread/t1", 3, 64);
+  cr_expect_eq(f.n[LM_T_HRED], 3 * 4);
+  cr_expect_eq(f.n[LM_T_HREDX], 3 * 2);
+  lm_features g = count(k, "x86-64-v4/w16/l4/glob=transpose/phase=reread/t1", 12, 64);
+  cr_expect_eq(g.n[LM_T_HRED], 3 * 2, "4 instances per packet, 2 stages");
+  cr_expect_eq(g.n[LM_T_HREDX], 0);
+  lm_kernel_free(k);
+}
+
+Test(counts, wide512_counts_the_instructions_of_zmm_code_only) {
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_features f = count(k, "x86-64-v4/w16/l16/t1", 2, 64);
+  double ins = f.n[LM_T_VOP] + f.n[LM_T_VLOAD] + f.n[LM_T_VSTORE] + f.n[LM_T_MASKLOAD] +
+               f.n[LM_T_MASKSTORE] + f.n[LM_T_SHUFFLE] + f.n[LM_T_HRED];
+  cr_expect_eq(f.n[LM_T_WIDE], ins);
+  cr_expect_eq(f.n[LM_T_WIDE], 16 + 8 + 32, "2 loads, 1 store and 4 ops in 8 steps");
+  cr_expect_eq(f.n[LM_T_WCALL], 8, "one exp per step");
+  lm_features g = count(k, "x86-64-v4/w8/l8/t1", 2, 64);
+  cr_expect_eq(g.n[LM_T_WIDE], 0);
+  cr_expect_eq(g.n[LM_T_WCALL], 0);
+  cr_expect_eq(g.n[LM_T_VEXP], 16);
+  lm_kernel_free(k);
+}
+
+Test(counts, bytes_past_l2_split_between_the_levels_by_what_each_holds) {
+  /* 3 buffers of 1024 x 1024 f32: a 12 MiB footprint, touched once.  L2
+   * (2 MiB) holds 1/6 of it and L1 48 KiB; L3 (32 MiB) the rest. */
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_features f = count(k, "x86-64-v4/w16/l16/t1", 1024, 1024);
+  double fp = 3.0 * 1024 * 1024 * 4;
+  cr_expect_eq(f.footprint, fp);
+  cr_expect(fabs(f.n[LM_T_B_L2] - (2097152.0 - 49152.0)) < 1e-6 * fp, "%.17g", f.n[LM_T_B_L2]);
+  cr_expect(fabs(f.n[LM_T_B_L3] - (fp - 2097152.0)) < 1e-6 * fp, "%.17g", f.n[LM_T_B_L3]);
+  cr_expect_eq(f.n[LM_T_B_DRAM], 0);
+  /* fits L1: no byte term at all */
+  lm_features g = count(k, "x86-64-v4/w16/l16/t1", 4, 256);
+  cr_expect_eq(g.n[LM_T_B_L2] + g.n[LM_T_B_L3] + g.n[LM_T_B_DRAM], 0);
   lm_kernel_free(k);
 }
 
@@ -210,5 +281,170 @@ Test(predict, the_breakdown_adds_up_and_the_interval_holds_the_prediction) {
   cr_expect(pr.p5 <= pr.ns && pr.ns <= pr.p95);
   cr_expect_gt(pr.ns, 0);
   lm_profile_free(p);
+  lm_kernel_free(k);
+}
+
+/* ---- the compiled predictor --------------------------------------------- */
+
+static void predictor_agrees(const char *kernel, lm_isa isa, int workers) {
+  lm_kernel *k = load(kernel);
+  lm_profile *p;
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_default(isa, &p, &err), LM_OK, "%s", err.msg);
+  lm_enum_opts eo;
+  lm_enum_defaults(&eo);
+  eo.isa = isa;
+  eo.workers[0] = workers;
+  eo.grains[0] = 2;
+  lm_variant *vs;
+  int nv = lm_variant_enumerate(k, &eo, &vs, &err);
+  cr_assert_gt(nv, 0, "%s", err.msg);
+  lm_predictor *pr;
+  cr_assert_eq(lm_predictor_new(p, k, vs, nv, &pr, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_predictor_count(pr), nv);
+  double *ns = calloc((size_t)nv, sizeof *ns);
+  int checked = 0;
+  /* shapes across tails, partial packets, cache levels and task counts */
+  const int64_t Rs[] = {1, 2, 3, 7, 16, 17, 33, 64, 100, 1024, 4099};
+  const int64_t Cs[] = {1, 3, 8, 15, 16, 17, 65, 66, 128, 300, 4096, 16384, 70001};
+  for (size_t a = 0; a < sizeof Rs / sizeof Rs[0]; a++)
+    for (size_t b = 0; b < sizeof Cs / sizeof Cs[0]; b++) {
+      lm_shape s;
+      if (lm_shape_bind(k, Rs[a], Cs[b], NULL, &s, &err) != LM_OK)
+        continue;
+      lm_predictor_eval(pr, &s, ns);
+      for (int i = 0; i < nv; i++) {
+        lm_prediction want;
+        cr_assert_eq(lm_cost_predict(p, k, &vs[i], &s, &want, &err), LM_OK, "%s", err.msg);
+        cr_assert(fabs(ns[i] - want.ns) <= 1e-12 * want.ns,
+                  "%s %lldx%lld variant %d: predictor %.17g, predict %.17g",
+                  kernel, (long long)Rs[a], (long long)Cs[b], i, ns[i], want.ns);
+        checked++;
+      }
+    }
+  cr_expect_gt(checked, 100 * nv / 2, "only %d comparisons", checked);
+  free(ns);
+  free(vs);
+  lm_predictor_free(pr);
+  lm_profile_free(p);
+  lm_kernel_free(k);
+}
+
+Test(predictor, equals_lm_cost_predict_to_rounding_on_every_suite_kernel) {
+  const char *ks[] = {"kernels/rmsnorm.lk", "kernels/layernorm.lk", "kernels/masked_softmax.lk",
+                      "kernels/swiglu.lk", "kernels/gelu_residual.lk", "kernels/rope.lk"};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    predictor_agrees(ks[i], LM_ISA_AVX512, 1);
+    predictor_agrees(ks[i], LM_ISA_AVX2, 2);
+  }
+}
+
+Test(predictor, ragged_rows_agree_with_the_counts) {
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_profile *p;
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_default(LM_ISA_AVX512, &p, &err), LM_OK, "%s", err.msg);
+  lm_variant v[2];
+  cr_assert_eq(lm_variant_parse("x86-64-v4/w16/l1/glob=gather/t1", &v[0], &err), LM_OK);
+  cr_assert_eq(lm_variant_parse("x86-64-v4/w16/l16/t1", &v[1], &err), LM_OK);
+  lm_predictor *pr;
+  cr_assert_eq(lm_predictor_new(p, k, v, 2, &pr, &err), LM_OK, "%s", err.msg);
+  lm_coefs c;
+  cr_assert_eq(lm_coefs_from_profile(p, &c, &err), LM_OK);
+  lm_shape s;
+  cr_assert_eq(lm_shape_bind(k, 50, 200, NULL, &s, &err), LM_OK);
+  lm_rowstats rs = {.mean_len = 70};
+  for (int g = 0; g < 7; g++)
+    rs.mean_group_max[g] = 70 + 10 * g;
+  double ns[2];
+  lm_predictor_eval_rows(pr, &s, &rs, ns);
+  for (int i = 0; i < 2; i++) {
+    lm_features f;
+    lm_prediction want;
+    cr_assert_eq(lm_cost_features(k, &v[i], &s, &c.caches, &rs, &f, &err), LM_OK);
+    lm_cost_eval(&c, &f, &v[i], &want);
+    cr_expect(fabs(ns[i] - want.ns) <= 1e-12 * want.ns, "variant %d: %.17g vs %.17g", i, ns[i],
+              want.ns);
+  }
+  lm_predictor_free(pr);
+  lm_profile_free(p);
+  lm_kernel_free(k);
+}
+
+Test(predictor, an_illegal_variant_is_refused_naming_it) {
+  lm_kernel *k = load("kernels/swiglu.lk"); /* no private arrays */
+  lm_profile *p;
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_default(LM_ISA_AVX512, &p, &err), LM_OK, "%s", err.msg);
+  lm_variant v[2];
+  cr_assert_eq(lm_variant_parse("x86-64-v4/w16/l16/t1", &v[0], &err), LM_OK);
+  cr_assert_eq(lm_variant_parse("x86-64-v4/w16/l16/priv=slot/phase=snapshot/t1", &v[1], &err),
+               LM_OK);
+  lm_predictor *pr = (lm_predictor *)&err;
+  cr_expect_eq(lm_predictor_new(p, k, v, 2, &pr, &err), LM_EINPUT);
+  cr_expect_null(pr);
+  cr_expect(strstr(err.msg, "variant 1") != NULL, "%s", err.msg);
+  cr_expect_eq(lm_predictor_new(p, k, v, -1, &pr, &err), LM_EINPUT);
+  lm_predictor_free(NULL);
+  lm_profile_free(p);
+  lm_kernel_free(k);
+}
+
+Test(calibration, level_benchmarks_fit_their_level_and_width_families_follow_the_isa) {
+  lm_caches c;
+  lm_caches_default(&c);
+  lm_calib_bench *b;
+  int n = lm_calib_benches(LM_ISA_AVX512, 1, &c, &b), narrow = 0, l1 = 0;
+  for (int i = 0; i < n; i++) {
+    int bufs = strstr(b[i].name, "triad") ? 3 : strstr(b[i].name, "copy") ? 2 : 1;
+    if (strcmp(b[i].family, "bandwidth") == 0 && strstr(b[i].name, "_l1")) {
+      /* the 2N run too: the working set must stay in L1 */
+      cr_expect_leq(2 * b[i].R * b[i].C * 4 * bufs, c.l1, "%s: %lld x %lld", b[i].name,
+                    (long long)b[i].R, (long long)b[i].C);
+      l1++;
+    }
+    if (strcmp(b[i].family, "width") == 0) {
+      cr_expect(strstr(b[i].variant, "/w8/") != NULL, "%s: %s", b[i].name, b[i].variant);
+      narrow++;
+    }
+  }
+  cr_expect_eq(l1, 4);
+  cr_expect_gt(narrow, 0, "AVX-512 has a narrow f32 width: width benchmarks expected");
+  lm_calib_benches_free(b, n);
+  n = lm_calib_benches(LM_ISA_AVX2, 1, &c, &b);
+  for (int i = 0; i < n; i++)
+    cr_expect_neq(strcmp(b[i].family, "width"), 0, "AVX2 has one width: %s", b[i].name);
+  lm_calib_benches_free(b, n);
+}
+
+Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
+  /* one coefficient of 1 ns per packet: the prediction is the busiest
+   * worker's packet count */
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_coefs c = {{0}, 1.0, {48 << 10, 2 << 20, 32 << 20}};
+  c.theta[LM_T_PACKET] = 1;
+  struct {
+    const char *v;
+    double want;
+  } cases[] = {
+      {"x86-64-v4/w16/l16/t1", 17},      /* inline */
+      {"x86-64-v4/w16/l16/t2/g4", 9},    /* tasks 4 4 4 4 1: worker 0 runs 4 + 4 + 1 */
+      {"x86-64-v4/w16/l4/glob=transpose/t2/g16", 4}, /* packets of 4 rows, tasks 4 1 */
+      {"x86-64-v4/w16/l16/t2/g32", 17},  /* one task */
+      {"x86-64-v4/w16/l16/t4/g4", 5},    /* 4 workers: 4 + 1 on worker 0 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    lm_variant v;
+    lm_shape s;
+    lm_features f;
+    lm_prediction p;
+    lm_error err = {0};
+    cr_assert_eq(lm_variant_parse(cases[i].v, &v, &err), LM_OK, "%s", err.msg);
+    cr_assert_eq(lm_shape_bind(k, 17, 64, NULL, &s, &err), LM_OK);
+    cr_assert_eq(lm_cost_features(k, &v, &s, &c.caches, NULL, &f, &err), LM_OK, "%s", err.msg);
+    lm_cost_eval(&c, &f, &v, &p);
+    cr_expect(fabs(p.ns - cases[i].want) < 1e-9, "%s: %g ns, want %g", cases[i].v, p.ns,
+              cases[i].want);
+  }
   lm_kernel_free(k);
 }

@@ -32,11 +32,15 @@ extern "C" {
   X(SEGSTORE, "segstore", "segment stores of L < W lanes")                      \
   X(GATHER, "gather_elem", "gathered elements")                                 \
   X(SCATTER, "scatter_elem", "scattered elements")                              \
+  X(GALIAS, "gather_alias", "gathered/scattered elements whose rows alias in L1") \
   X(MASKLOAD, "maskload", "native masked vector loads")                         \
   X(MASKSTORE, "maskstore", "native masked vector stores")                      \
   X(BLEND, "blend_store", "blended slot stores: the extra read and the blend")  \
   X(SHUFFLE, "shuffle", "shuffles: transposes, view picks, concatenation")      \
   X(HRED, "hreduce", "horizontal reduction steps (one butterfly stage)")        \
+  X(HREDX, "hreduce_cross", "butterfly stages that cross 128-bit lanes (extra)") \
+  X(WIDE, "wide512", "vector instructions on 512-bit registers (extra)")        \
+  X(WCALL, "wide_call", "vector math calls on 512-bit registers (extra)")       \
   X(STEP, "step", "unmasked loop steps (index math and branch)")                \
   X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
   X(PACKET, "packet", "packets (per-packet setup and reduction finalisation)")  \
@@ -131,6 +135,30 @@ void lm_cost_eval(const lm_coefs *c, const lm_features *f,
 lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
                           const lm_variant *v, const lm_shape *s,
                           lm_prediction *out, lm_error *err);
+
+/* ---- compiled predictor -----------------------------------------------
+ *
+ * For solvers and dispatchers that predict one kernel at many shapes: the
+ * shape-independent counts of each variant (every per-step, per-packet and
+ * per-buffer count the lowering fixes without R and C) are computed once,
+ * so a shape costs a few dozen multiply-adds per variant.  The result
+ * equals lm_cost_predict's `ns` bit for bit (same counts, same model form),
+ * without the bootstrap interval and the breakdown. */
+typedef struct lm_predictor lm_predictor;
+
+/* Compile n variants of k under profile p (checks each variant; the
+ * kernel and the profile may be freed afterwards). */
+lm_status lm_predictor_new(const lm_profile *p, const lm_kernel *k,
+                           const lm_variant *vs, int n,
+                           lm_give lm_predictor **out, lm_error *err);
+int lm_predictor_count(const lm_predictor *p);
+/* Predicted ns of every variant at shape s, in construction order. */
+void lm_predictor_eval(const lm_predictor *p, const lm_shape *s,
+                       double *out_ns);
+/* The same for ragged rows (rows may be NULL: full rows). */
+void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
+                            const lm_rowstats *rows, double *out_ns);
+void lm_predictor_free(lm_take lm_predictor *p);
 
 #ifdef __cplusplus
 }
