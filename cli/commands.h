@@ -26,6 +26,13 @@ int cmd_predict(int argc, char **argv);
 int cmd_solve(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_records(int argc, char **argv);
+
+/* ---- bundled data (cli/data.c) --------------------------------------------
+ * The path of `rel` ("heldout/cases.json") in the source tree the CLI was
+ * built from, or else in the installed PREFIX/share/lanemap.  The result
+ * lives in one of four static buffers (the fifth call reuses the first). */
+const char *cli_data_path(const char *rel);
 
 /* ---- variant selection (cli/variants.c) ----------------------------------
  * `list` is "V1,V2,..."; with `all`, every legal variant of each runnable

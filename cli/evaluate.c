@@ -24,7 +24,7 @@
 static const char usage[] =
     "usage: lanemap evaluate [--quick] [--cases FILE] [--out DIR] [--isa I,J]\n"
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
-    "                        [--profile P]\n"
+    "                        [--profile P] [--list]\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
     "  measure every legal variant of every case, then report the regret of\n"
     "  the plan and of the baseline policies: DIR/report.md, DIR/ISA/\n"
@@ -32,6 +32,8 @@ static const char usage[] =
     "  --quick      quick calibration and a short timing protocol\n"
     "  --cases F    case list (default $LANEMAP_HELDOUT, else the bundled\n"
     "               heldout/cases.json)\n"
+    "  --list       print the cases (of the shard) and their kernel files,\n"
+    "               then stop\n"
     "  --out D      output folder (default lanemap-evaluate)\n"
     "  --isa I,J    ISA targets measured; each one's profile also plans the\n"
     "               next one's cases (leave one ISA target out).  Default:\n"
@@ -52,7 +54,7 @@ typedef struct eval_cli {
   lm_isa isa[MAX_ISAS]; /* measured targets, then the cross target if any */
   int nisa;             /* measured targets */
   int ncross;           /* 1: isa[nisa] is the cross target of a lone target */
-  int quick, fresh, shard_i, shard_n;
+  int quick, fresh, list, shard_i, shard_n;
   uint64_t seed;
 } eval_cli;
 
@@ -530,7 +532,7 @@ static int parse_shard(const char *text, eval_cli *o, lm_error *err) {
 static int parse_opts(int argc, char **argv, eval_cli *o) {
   memset(o, 0, sizeof *o);
   const char *env = getenv("LANEMAP_HELDOUT");
-  o->cases = env && env[0] ? env : LANEMAP_SOURCE_DIR "/heldout/cases.json";
+  o->cases = env && env[0] ? env : cli_data_path("heldout/cases.json");
   o->out = "lanemap-evaluate";
   o->seed = CLI_SEED_DEFAULT;
   o->shard_n = 1;
@@ -546,6 +548,8 @@ static int parse_opts(int argc, char **argv, eval_cli *o) {
       o->quick = 1;
     } else if (cli_arg_flag(a, "--fresh")) {
       o->fresh = 1;
+    } else if (cli_arg_flag(a, "--list")) {
+      o->list = 1;
     } else if ((r = cli_arg_value(argc, argv, &i, "--cases", &v))) {
       o->cases = v;
     } else if ((r = cli_arg_value(argc, argv, &i, "--out", &v)) ||
@@ -599,6 +603,14 @@ static int parse_opts(int argc, char **argv, eval_cli *o) {
   return LM_OK;
 }
 
+/* --list: one line per case, "ID RxC SPLIT KERNEL-PATH". */
+static void list_cases(const lm_cases *cs) {
+  for (int i = 0; i < cs->n; i++)
+    printf("%s %lldx%lld %s %s\n", cs->c[i].id, (long long)cs->c[i].R,
+           (long long)cs->c[i].C, cs->c[i].split ? cs->c[i].split : "-",
+           cs->c[i].kernel);
+}
+
 /* ---- the pipeline ---------------------------------------------------------------- */
 
 int cmd_evaluate(int argc, char **argv) {
@@ -616,6 +628,11 @@ int cmd_evaluate(int argc, char **argv) {
   lm_status st = lm_cases_load(a.cases, &cs, &err);                      /* cases     */
   if (st == LM_OK)
     st = lm_cases_shard(&cs, a.shard_i, a.shard_n, &err);
+  if (st == LM_OK && a.list) {
+    list_cases(&cs);
+    lm_cases_free(&cs);
+    return LM_OK;
+  }
   if (st == LM_OK && mkdir(a.out, 0777) != 0 && errno != EEXIST)
     st = lm_error_set(&err, LM_ESYS, "%s: cannot create: %s", a.out,
                       strerror(errno));

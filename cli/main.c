@@ -36,6 +36,7 @@ static const cli_command commands[] = {
     {"solve", "choose variants and a dispatch per shape for a workload", cmd_solve},
     {"compile", "compile a plan: JIT every planned variant, or --aot DIR", cmd_compile},
     {"merge", "merge the records of shards into one records.jsonl", cmd_merge},
+    {"records", "import hyperfine/TVM measurements, keep the best per shape", cmd_records},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/calibrate.h"
+#include "lanemap/dispatch.h"
+#include "lanemap/plan.h"
 #include "lanemap/verify.h"
 
 #ifdef LM_STRESS_STANDALONE
@@ -65,6 +68,7 @@ static void sa_fail(int fatal, const char *file, int line, const char *cond,
 #define cr_assert(cond, ...) sa_check(1, cond, __VA_ARGS__)
 #define cr_assert_eq(a, b, ...) sa_check(1, (a) == (b), __VA_ARGS__)
 #define cr_assert_gt(a, b, ...) sa_check(1, (a) > (b), __VA_ARGS__)
+#define cr_assert_not_null(a, ...) sa_check(1, (a) != NULL, __VA_ARGS__)
 #define cr_expect_eq(a, b, ...) sa_check(0, (a) == (b), __VA_ARGS__)
 #endif
 
@@ -356,6 +360,128 @@ Test(pool_stress, compiled_kernels_launched_from_several_threads_match_the_oracl
   for (int i = 0; i < 2; i++)
     lm_compiled_free(c[i]);
   lm_kernel_free(k);
+}
+
+/* A plan launched by shape from several threads at once (lm_dispatch_launch,
+ * the path a pipeline takes): two dispatches over the same small workload,
+ * one planned for a single worker and one for two, so launches run both
+ * inline and through the shared pool; each thread draws its own shapes,
+ * exact, between buckets and outside every bucket, and checks every launch
+ * against the FP64 oracle. */
+typedef struct PlanRun {
+  const lm_dispatch *d[2];
+  uint64_t seed;
+  int iters;
+  int failures, fallbacks;
+  char msg[1024];
+} PlanRun;
+
+static lm_dispatch *plan_dispatch(int workers) {
+  lm_error e = {0};
+  lm_workload *w = lm_workload_new(NULL, LANEMAP_SOURCE_DIR "/kernels", &e);
+  cr_assert_not_null(w, "%s", e.msg);
+  cr_assert_eq(lm_workload_add_kernel(w, "rmsnorm.lk", NULL, NULL, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(lm_workload_add_bucket(w, 0, 4, 64, 4, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(lm_workload_add_bucket(w, 0, 96, 64, 1, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(lm_workload_add_kernel(w, "swiglu.lk", NULL, NULL, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(lm_workload_add_bucket(w, 1, 17, 65, 1, &e), LM_OK, "%s", e.msg);
+  int wk[1] = {workers};
+  cr_assert_eq(lm_workload_set_workers(w, wk, 1, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(lm_workload_bind(w, &e), LM_OK, "%s", e.msg);
+  lm_profile *prof = NULL;
+  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &prof, &e), LM_OK, "%s", e.msg);
+  const lm_profile *ps[1] = {prof};
+  lm_plan_problem pp;
+  lm_plan_build_opts bo = {0};
+  cr_assert_eq(lm_plan_problem_build(w, ps, &bo, &pp, &e), LM_OK, "%s", e.msg);
+  lm_solve_opts so;
+  lm_solve_defaults(&so);
+  lm_solve_result r;
+  cr_assert_eq(lm_solve(&pp.p, &so, &r, &e), LM_OK, "%s", e.msg);
+  lm_plan *plan = NULL;
+  cr_assert_eq(lm_plan_from_result(w, ps, &pp, &so, &r, &plan, &e), LM_OK, "%s", e.msg);
+  lm_dispatch *d = NULL;
+  cr_assert_eq(lm_dispatch_new(plan, NULL, &d, &e), LM_OK, "%s", e.msg);
+  lm_solve_result_free(&r);
+  lm_plan_problem_free(&pp);
+  lm_plan_free(plan);
+  lm_profile_free(prof);
+  lm_workload_free(w);
+  return d;
+}
+
+static void plan_fail(PlanRun *pr, const char *what, const char *msg) {
+  pr->failures++;
+  snprintf(pr->msg, sizeof pr->msg, "%s: %.900s", what, msg);
+}
+
+static void *plan_runner(void *arg) {
+  PlanRun *pr = arg;
+  uint64_t rs = pr->seed;
+  for (int it = 0; it < pr->iters; it++) {
+    const lm_dispatch *d = pr->d[next_rand(&rs) % 2];
+    int kernel = (int)(next_rand(&rs) % 2);
+    /* R from 1 to 200 (the buckets are 4 and 96, or 17); C at a bucket's
+     * or, one draw in four, another (a fallback) */
+    int64_t R = 1 + (int64_t)(next_rand(&rs) % 200);
+    int64_t C = kernel == 0 ? 64 : 65;
+    if (next_rand(&rs) % 4 == 0)
+      C = 1 + (int64_t)(next_rand(&rs) % 130);
+    const lm_kernel *k = lm_dispatch_kernel(d, kernel);
+    lm_error e = {0};
+    lm_shape sh;
+    lm_data *data = NULL;
+    lm_oracle *orc = NULL;
+    if (lm_shape_bind(k, R, C, NULL, &sh, &e) != LM_OK ||
+        lm_data_gen(k, &sh, rs, &data, &e) != LM_OK ||
+        lm_oracle_run(k, data, &orc, &e) != LM_OK) {
+      plan_fail(pr, "setup", e.msg);
+    } else {
+      uint64_t *args = lm_args_pack(k, data);
+      lm_dispatch_info info;
+      lm_compare_result cmp;
+      lm_status st = lm_dispatch_launch(d, kernel, R, C, args, &info, &e);
+      if (st == LM_OK && info.match == LM_DISPATCH_FALLBACK)
+        pr->fallbacks++;
+      if (st != LM_OK)
+        plan_fail(pr, "launch", e.msg);
+      else if (lm_oracle_compare(k, orc, data, &cmp) != 0) {
+        char m[256];
+        snprintf(m, sizeof m, "%s at %lldx%lld: %lld mismatches", info.variant_name,
+                 (long long)R, (long long)C, (long long)cmp.mismatches);
+        plan_fail(pr, "oracle", m);
+      }
+      free(args);
+    }
+    lm_oracle_free(orc);
+    lm_data_free(data);
+  }
+  return NULL;
+}
+
+Test(pool_stress, a_plan_launched_by_shape_from_several_threads_matches_the_oracle) {
+  lm_dispatch *d1 = plan_dispatch(1), *d2 = plan_dispatch(2);
+  /* the second plan really runs its variants on two workers */
+  lm_dispatch_info info;
+  lm_error e = {0};
+  cr_assert_eq(lm_dispatch_lookup(d2, 0, 96, 64, &info, &e), LM_OK, "%s", e.msg);
+  cr_assert(strstr(info.variant_name, "/t2") != NULL, "%s", info.variant_name);
+  enum { T = 4 };
+  pthread_t th[T];
+  PlanRun pr[T];
+  for (int i = 0; i < T; i++) {
+    pr[i] = (PlanRun){{d1, d2}, 101u + (uint64_t)i, 8 * scale(), 0, 0, ""};
+    cr_assert_eq(pthread_create(&th[i], NULL, plan_runner, &pr[i]), 0);
+  }
+  int fallbacks = 0;
+  for (int i = 0; i < T; i++) {
+    pthread_join(th[i], NULL);
+    cr_expect_eq(pr[i].failures, 0, "thread %d: %s", i, pr[i].msg);
+    fallbacks += pr[i].fallbacks;
+  }
+  cr_assert_gt(fallbacks, 0, "no launch fell back: the shapes miss a case");
+  lm_dispatch_free(d2);
+  lm_dispatch_free(d1);
 }
 
 #ifdef LM_STRESS_STANDALONE
