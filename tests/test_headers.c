@@ -140,9 +140,9 @@ Test(headers, cxx_program_links_and_runs) {
             "  return err.status == LM_EINPUT ? 0 : 2;\n}\n");
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
-           "%s -std=c++17 -Wall -Wextra -Werror -I'%s' '%s' -o '%s' "
+           "%s %s -std=c++17 -Wall -Wextra -Werror -I'%s' '%s' -o '%s' "
            "-L'%s' -llanemap -Wl,-rpath,'%s' > '%s' 2>&1 && '%s' > '%s'",
-           cc, INCDIR, src, exe, LANEMAP_LIBDIR, LANEMAP_LIBDIR,
+           cc, LANEMAP_CFLAGS, INCDIR, src, exe, LANEMAP_LIBDIR, LANEMAP_LIBDIR,
            run_tmp("cc.log"), exe, run_tmp("out"));
   int rc = sh(cmd);
   char *log = run_slurp(run_tmp("cc.log"));

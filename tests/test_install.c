@@ -4,7 +4,8 @@
  * shared library, and against the static one; the installed CLI run from
  * the prefix, finding its bundled kernels there.  Each test installs into
  * its own prefix from this build tree (LANEMAP_LIBDIR, where liblanemap.so
- * is built). */
+ * is built).  Consumers are compiled with the build's own C flags, so that
+ * a sanitizer build links its runtime into them too. */
 #include <criterion/criterion.h>
 
 #include <stdio.h>
@@ -146,10 +147,10 @@ Test(install, consumer_with_pkg_config) {
   cr_expect_str_eq(ver, want);
   free(ver);
   snprintf(cmd, sizeof cmd,
-           "export PKG_CONFIG_PATH='%s'; %s -std=c11 -Wall -Wextra -Werror "
+           "export PKG_CONFIG_PATH='%s'; %s %s -std=c11 -Wall -Wextra -Werror "
            "'%s/consumer.c' -o '%s' $(pkg-config --cflags --libs lanemap) "
            "-Wl,-rpath,'%s'",
-           at("lib/pkgconfig"), LANEMAP_CC, CONSUMER, run_tmp("consumer"),
+           at("lib/pkgconfig"), LANEMAP_CC, LANEMAP_CFLAGS, CONSUMER, run_tmp("consumer"),
            at("lib"));
   sh_ok("pkg-config build", cmd);
   check_consumer(run_tmp("consumer"));
@@ -160,12 +161,12 @@ Test(install, consumer_with_pkg_config_static) {
    * pkg-config --static add what it needs. */
   char cmd[4096];
   snprintf(cmd, sizeof cmd,
-           "export PKG_CONFIG_PATH='%s'; %s -std=c11 -Wall -Wextra -Werror "
+           "export PKG_CONFIG_PATH='%s'; %s %s -std=c11 -Wall -Wextra -Werror "
            "'%s/consumer.c' -o '%s' $(pkg-config --cflags lanemap) '%s' "
            "$(pkg-config --static --libs-only-L --libs-only-other lanemap) "
            "$(pkg-config --static --libs-only-l lanemap | sed "
            "'s/-llanemap//')",
-           at("lib/pkgconfig"), LANEMAP_CC, CONSUMER, run_tmp("consumer_a"),
+           at("lib/pkgconfig"), LANEMAP_CC, LANEMAP_CFLAGS, CONSUMER, run_tmp("consumer_a"),
            at("lib/liblanemap.a"));
   sh_ok("pkg-config --static build", cmd);
   snprintf(cmd, sizeof cmd, "! readelf -d '%s' | grep -q liblanemap",
@@ -178,9 +179,9 @@ static void cmake_consumer(int is_static) {
   char cmd[4096];
   snprintf(cmd, sizeof cmd,
            "cmake -S '%s' -B '%s' -G Ninja -DCMAKE_PREFIX_PATH='%s' "
-           "-DCMAKE_C_COMPILER='%s' -DLANEMAP_CONSUMER_STATIC=%s && "
-           "cmake --build '%s'",
-           CONSUMER, run_tmp("cbuild"), prefix, LANEMAP_CC,
+           "-DCMAKE_C_COMPILER='%s' -DCMAKE_C_FLAGS='%s' "
+           "-DLANEMAP_CONSUMER_STATIC=%s && cmake --build '%s'",
+           CONSUMER, run_tmp("cbuild"), prefix, LANEMAP_CC, LANEMAP_CFLAGS,
            is_static ? "ON" : "OFF", run_tmp("cbuild"));
   sh_ok("find_package build", cmd);
   char exe[700];

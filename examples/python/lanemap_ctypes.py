@@ -74,7 +74,8 @@ class SolveOpts(ctypes.Structure):  # lm_solve_opts
     _fields_ = [("time_limit", ctypes.c_double), ("mip_gap", ctypes.c_double),
                 ("presolve", ctypes.c_int), ("threshold", ctypes.c_int),
                 ("robust", ctypes.c_int), ("prune", ctypes.c_int),
-                ("verbose", ctypes.c_int), ("method", ctypes.c_int)]
+                ("verbose", ctypes.c_int), ("method", ctypes.c_int),
+                ("log", ctypes.c_void_p), ("log_ctx", ctypes.c_void_p)]
 
 
 class SolveResult(ctypes.Structure):  # lm_solve_result
