@@ -605,6 +605,15 @@ static lm_status read_doc(rd *r, const cJSON *root, lm_plan *p) {
     int i = p->nkernels++;
     if ((s = read_kernel(r, c, i, &p->kernels[i])))
       return s;
+    for (int j = 0; j < i; j++)
+      if (strcmp(p->kernels[j].name, p->kernels[i].name) == 0) {
+        char f[64];
+        snprintf(f, sizeof f, "kernels[%d].name", i);
+        return lm_error_set(r->err, LM_EINPUT,
+                            "%s: %s: \"%.64s\" is also kernels[%d].name: a plan "
+                            "holds each kernel once",
+                            r->name, f, p->kernels[i].name, j);
+      }
     if (p->threshold && p->kernels[i].nthresholds == 0)
       return bad(r, "mode.threshold", "false: kernels have no thresholds");
   }

@@ -660,6 +660,14 @@ lm_status lm_workload_bind(lm_workload *w, lm_error *err) {
       snprintf(f, sizeof f, "kernels[%d].kernel", i);
       return field_err(err, err->status, w->name, f);
     }
+    /* compiled entries, AOT symbols and dispatch go by kernel name */
+    for (int j = 0; j < i; j++)
+      if (strcmp(w->kernels[j].k->name, k->k->name) == 0)
+        return lm_error_set(err, LM_EINPUT,
+                            "%s: kernels[%d].kernel: %s holds kernel %.64s, as "
+                            "kernels[%d] (%s) does: a workload names each kernel "
+                            "once (put all its shapes in one entry's buckets)",
+                            w->name, i, k->path, k->k->name, j, w->kernels[j].path);
     for (int b = 0; b < k->nbuckets; b++) {
       lm_shape sh;
       if (lm_workload_shape(w, i, b, &sh, err) != LM_OK) {

@@ -251,6 +251,7 @@ static void e_bw(cJSON *r) { cJSON_ReplaceItemInObject(bucket(r, 0, 1), "weight"
 static void e_bdup(cJSON *r) {
   cJSON_ReplaceItemInObject(bucket(r, 0, 1), "R", cJSON_CreateNumber(1));
 }
+static void e_kdup(cJSON *r) { cJSON_ReplaceItemInObject(kern(r, 1), "name", cJSON_CreateString("rmsnorm")); }
 static void e_bpred(cJSON *r) { cJSON_ReplaceItemInObject(bucket(r, 1, 0), "predicted_ns", cJSON_CreateNumber(-3)); }
 
 static const struct {
@@ -278,6 +279,7 @@ static const struct {
     {e_bw, "p.json: kernels[0].buckets[1].weight: expected a finite number >= 0"},
     {e_bdup, "p.json: kernels[0].buckets[1]: expected a shape not already"},
     {e_bpred, "p.json: kernels[1].buckets[0].predicted_ns: expected"},
+    {e_kdup, "p.json: kernels[1].name: \"rmsnorm\" is also kernels[0].name"},
 };
 
 Test(plan, malformed_plans_name_the_field) {

@@ -193,6 +193,11 @@ Test(workload, bind_names_missing_kernels_and_bad_shapes) {
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"rmsnorm.lk\","
        "\"extra\":\"Q=3\",\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1}]}]}",
        "t.json: kernels[0].buckets[0]: "},
+      /* the same kernel twice: its compiled entries would clash by name */
+      {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"rmsnorm.lk\","
+       "\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1}]},{\"kernel\":\"./rmsnorm.lk\","
+       "\"buckets\":[{\"R\":4,\"C\":8,\"weight\":1}]}]}",
+       "t.json: kernels[1].kernel: ./rmsnorm.lk holds kernel rmsnorm, as kernels[0]"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     lm_workload *w = NULL;
