@@ -1,10 +1,13 @@
 /* lanemap merge: join the records of sharded or resumed runs into one file.
  *
  * A study split with `evaluate --shard i/N` leaves one records.jsonl per
- * shard; merge concatenates them in the order given, drops the records a
- * shard repeats (the same case and variant, kept from the first file that
- * has it; records outside any case are dropped only when identical), and
- * writes OUT_DIR/records.jsonl atomically.  Nothing measured is lost:
+ * shard; merge concatenates them in the order given and writes
+ * OUT_DIR/records.jsonl atomically.  The records of one case all come from
+ * one file -- the one holding most of that case's records, the first on a
+ * tie -- because the measurements of a case are only comparable within one
+ * run (interleaved in one process); its records in other files are
+ * dropped.  Within that file a repeated (case, variant) keeps its first
+ * record; records outside any case are dropped only when identical.  Nothing measured is lost:
  * records of cases still incomplete are kept, so a later run can resume
  * them, and counted.  Report and plots are rebuilt from the merged records
  * by `evaluate`, which recomputes the policies' choices. */
@@ -28,16 +31,17 @@ static const char usage[] =
     "  -o, --out OUT_DIR  output folder (created if missing)\n"
     "exit codes: 0 ok, 2 bad input or usage, 3 cannot write\n";
 
+static const char *case_of(const lm_record *r);
+
 /* The identity of a record: "C<case>\x1f<variant>" inside a case, else
  * "L<the line without its timestamp>"; malloc'ed. */
 static char *key_of(const lm_record *r) {
-  const cJSON *c =
-      r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "case") : NULL;
-  if (cJSON_IsString(c)) {
-    size_t n = strlen(c->valuestring) + strlen(r->variant) + 3;
+  const char *c = case_of(r);
+  if (c) {
+    size_t n = strlen(c) + strlen(r->variant) + 3;
     char *k = malloc(n);
     if (k)
-      snprintf(k, n, "C%s\x1f%s", c->valuestring, r->variant);
+      snprintf(k, n, "C%s\x1f%s", c, r->variant);
     return k;
   }
   lm_record t = *r;
@@ -54,6 +58,72 @@ static char *key_of(const lm_record *r) {
     snprintf(k, n, "L%s", s);
   free(s);
   return k;
+}
+
+static const char *case_of(const lm_record *r) {
+  const cJSON *c =
+      r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "case") : NULL;
+  return cJSON_IsString(c) ? c->valuestring : NULL;
+}
+
+/* Per case, the file its records are taken from: the one with most of
+ * them, the first on a tie.  source[i] gets, for each record i of a case,
+ * 1 if it comes from that file, else 0; for records outside a case, 1.
+ * Returns -1 when out of memory. */
+static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
+                        char *source) {
+  int ncases = 0, cap = 0, rc = 0;
+  const char **name = NULL;
+  int *count = NULL; /* [ncases * nfiles] */
+  int *idx = malloc(sizeof *idx * (size_t)(all->n ? all->n : 1));
+  if (!idx)
+    return -1;
+  for (int i = 0; i < all->n && rc == 0; i++) {
+    const char *c = case_of(&all->r[i]);
+    idx[i] = -1;
+    if (!c)
+      continue;
+    int k = ncases - 1; /* records of a case are usually together */
+    if (k < 0 || strcmp(name[k], c) != 0)
+      for (k = 0; k < ncases && strcmp(name[k], c) != 0; k++)
+        ;
+    if (k == ncases) {
+      if (ncases == cap) {
+        int nc = cap ? 2 * cap : 64;
+        const char **nn = realloc(name, sizeof *nn * (size_t)nc);
+        if (nn)
+          name = nn;
+        int *ncount = nn ? realloc(count, sizeof *ncount * (size_t)nc * nfiles) : NULL;
+        if (!ncount) {
+          rc = -1;
+          break;
+        }
+        count = ncount;
+        cap = nc;
+      }
+      name[ncases] = c;
+      memset(count + (size_t)ncases * nfiles, 0, sizeof *count * (size_t)nfiles);
+      ncases++;
+    }
+    idx[i] = k;
+    count[(size_t)k * nfiles + file_of[i]]++;
+  }
+  for (int i = 0; i < all->n && rc == 0; i++) {
+    if (idx[i] < 0) {
+      source[i] = 1;
+      continue;
+    }
+    const int *c = count + (size_t)idx[i] * nfiles;
+    int best = 0;
+    for (int f = 1; f < nfiles; f++)
+      if (c[f] > c[best])
+        best = f;
+    source[i] = file_of[i] == best;
+  }
+  free(idx);
+  free(name);
+  free(count);
+  return rc;
 }
 
 /* Keys seen so far: open addressing over FNV-1a, size a power of two at
@@ -126,7 +196,9 @@ int cmd_merge(int argc, char **argv) {
   lm_error err = {0};
   lm_records all = {0}; /* every record read, then the unique ones */
   key_set ks = {0};
-  int cap = 0, truncated = 0, duplicates = 0, rc = LM_OK;
+  int *file_of = NULL; /* [all.n] the input each record came from */
+  char *source = NULL; /* [all.n] 1: the file its case is taken from */
+  int cap = 0, truncated = 0, duplicates = 0, others = 0, rc = LM_OK;
   for (int f = 0; f < ninputs; f++) {
     const char *in = argv[1 + f];
     char path[4096];
@@ -153,16 +225,22 @@ int cmd_merge(int argc, char **argv) {
       while (nc < all.n + rs.n)
         nc *= 2;
       lm_record *nr = realloc(all.r, (size_t)nc * sizeof *nr);
-      if (!nr) {
+      if (nr)
+        all.r = nr;
+      int *nf = nr ? realloc(file_of, (size_t)nc * sizeof *nf) : NULL;
+      if (nf)
+        file_of = nf;
+      if (!nr || !nf) {
         fprintf(stderr, "lanemap merge: out of memory\n");
         lm_records_free(&rs);
         rc = LM_ESYS;
         goto done;
       }
-      all.r = nr;
       cap = nc;
     }
     memcpy(all.r + all.n, rs.r, (size_t)rs.n * sizeof *rs.r);
+    for (int i = 0; i < rs.n; i++)
+      file_of[all.n + i] = f;
     all.n += rs.n;
     free(rs.r); /* the records moved into all */
   }
@@ -175,8 +253,19 @@ int cmd_merge(int argc, char **argv) {
     goto done;
   }
   ks.mask = size - 1;
+  if (!(source = malloc((size_t)(all.n ? all.n : 1))) ||
+      pick_sources(&all, file_of, ninputs, source) != 0) {
+    fprintf(stderr, "lanemap merge: out of memory\n");
+    rc = LM_ESYS;
+    goto done;
+  }
   int kept = 0;
   for (int i = 0; i < all.n; i++) {
+    if (!source[i]) {
+      others++;
+      lm_record_free(&all.r[i]);
+      continue;
+    }
     char *key = key_of(&all.r[i]);
     if (!key) {
       fprintf(stderr, "lanemap merge: out of memory\n");
@@ -223,16 +312,18 @@ int cmd_merge(int argc, char **argv) {
     goto done;
   }
   printf("%s: %d records from %d file%s, %d complete case%s, %d incomplete "
-         "case%s kept, %d duplicate%s dropped, %d unterminated line%s "
-         "skipped\n",
+         "case%s kept, %d duplicate%s dropped, %d record%s of cases taken "
+         "from another file dropped, %d unterminated line%s skipped\n",
          out, all.n, ninputs, ninputs == 1 ? "" : "s", ncases,
          ncases == 1 ? "" : "s", incomplete, incomplete == 1 ? "" : "s",
-         duplicates, duplicates == 1 ? "" : "s", truncated,
-         truncated == 1 ? "" : "s");
+         duplicates, duplicates == 1 ? "" : "s", others, others == 1 ? "" : "s",
+         truncated, truncated == 1 ? "" : "s");
 done:
   for (size_t j = 0; ks.slot && j <= ks.mask; j++)
     free(ks.slot[j]);
   free(ks.slot);
+  free(file_of);
+  free(source);
   lm_records_free(&all);
   fflush(stdout);
   return rc;

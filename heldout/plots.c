@@ -112,7 +112,8 @@ static lm_status plot_pred(const lm_eval_run *run, const char *dir,
   fprintf(f,
           "# predicted against measured time of every verified variant\n"
           "set terminal pngcairo size 900,800 font ',11'\n"
-          "set output 'pred_vs_measured.png'\n"
+          "if (!exists(\"outfile\")) outfile = 'pred_vs_measured.png'\n"
+          "set output outfile\n"
           "set logscale xy\n"
           "set format x '10^{%%L}'\nset format y '10^{%%L}'\n"
           "set xlabel 'predicted (ns per call)'\n"
@@ -204,7 +205,8 @@ static lm_status plot_cdf(const lm_eval_run *run, const char *dir,
   fprintf(f,
           "# share of cases with regret <= x, per policy\n"
           "set terminal pngcairo size 1000,650 font ',11'\n"
-          "set output 'regret_cdf.png'\n"
+          "if (!exists(\"outfile\")) outfile = 'regret_cdf.png'\n"
+          "set output outfile\n"
           "set logscale x\n"
           "set xrange [%g:%g]\nset yrange [0:1.02]\n"
           /* tic labels are formats to gnuplot: %% is a percent sign */
@@ -283,7 +285,8 @@ static lm_status plot_cases(const lm_eval_run *run, const char *dir,
   fprintf(f,
           "# per case, t/t_best of the plan, the best and the baselines\n"
           "set terminal pngcairo size %d,700 font ',10'\n"
-          "set output 'cases.png'\n"
+          "if (!exists(\"outfile\")) outfile = 'cases.png'\n"
+          "set output outfile\n"
           "set style data histograms\n"
           "set style histogram clustered gap 1\n"
           "set style fill solid 0.9 border -1\n"
@@ -341,9 +344,11 @@ static int have_gnuplot(void) {
 }
 
 /* Run `gnuplot script` in dir, its output in dir/gnuplot.log (truncated
- * by the first script of a call, appended to by the others). */
-static lm_status run_gnuplot(const char *dir, const char *script, int first,
-                             lm_error *err) {
+ * by the first script of a call, appended to by the others).  The script
+ * draws into png.part (its `outfile`), renamed to png once gnuplot has
+ * succeeded, so a PNG is either whole or absent. */
+static lm_status run_gnuplot(const char *dir, const char *script,
+                             const char *png, int first, lm_error *err) {
   size_t n = strlen(dir) + 16;
   char *log = malloc(n);
   if (!log)
@@ -357,7 +362,11 @@ static lm_status run_gnuplot(const char *dir, const char *script, int first,
       &fa, 1, "gnuplot.log", O_WRONLY | O_CREAT | (first ? O_TRUNC : O_APPEND),
       0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  char *argv[] = {"gnuplot", (char *)script, NULL};
+  char outvar[128], part[4200], final[4200];
+  snprintf(outvar, sizeof outvar, "outfile = '%s.part'", png);
+  snprintf(part, sizeof part, "%s/%s.part", dir, png);
+  snprintf(final, sizeof final, "%s/%s", dir, png);
+  char *argv[] = {"gnuplot", "-e", outvar, (char *)script, NULL};
   pid_t pid;
   int rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -388,7 +397,12 @@ static lm_status run_gnuplot(const char *dir, const char *script, int first,
   else if (WIFSIGNALED(status))
     st = lm_error_set(err, LM_EFAIL, "%s/%s: gnuplot killed by signal %d", dir,
                       script, WTERMSIG(status));
+  else if (rename(part, final) != 0)
+    st = lm_error_set(err, LM_ESYS, "%s: cannot rename to %s: %s", part, png,
+                      strerror(errno));
 done:
+  if (st != LM_OK)
+    unlink(part);
   free(log);
   return st;
 }
@@ -405,10 +419,13 @@ lm_status lm_eval_plots(const lm_eval_run *run, const char *dir,
                         "gnuplot not found: apt-get install gnuplot-nox "
                         "(data and scripts are in %s)",
                         dir);
-  static const char *const scripts[] = {"pred_vs_measured.gp", "regret_cdf.gp",
-                                        "cases.gp"};
-  for (int i = 0; i < 3; i++)
-    if ((st = run_gnuplot(dir, scripts[i], i == 0, err)) != LM_OK)
+  static const char *const plots[] = {"pred_vs_measured", "regret_cdf", "cases"};
+  for (int i = 0; i < 3; i++) {
+    char script[64], png[64];
+    snprintf(script, sizeof script, "%s.gp", plots[i]);
+    snprintf(png, sizeof png, "%s.png", plots[i]);
+    if ((st = run_gnuplot(dir, script, png, i == 0, err)) != LM_OK)
       return st;
+  }
   return LM_OK;
 }

@@ -560,7 +560,8 @@ Test(report, merging_shards_gives_the_unsharded_records) {
   run_result r = run_cli(args);
   cr_assert_eq(r.code, 0, "%s", r.err);
   cr_expect(strstr(r.out, "12 records from 3 files, 4 complete cases, 0 "
-                          "incomplete cases kept, 3 duplicates dropped"),
+                          "incomplete cases kept, 0 duplicates dropped, 3 "
+                          "records of cases taken from another file dropped"),
             "%s", r.out);
   char *merged = slurp(tmp_path("merged/records.jsonl"));
   char *full = slurp(tmp_path("full.jsonl"));
@@ -589,8 +590,9 @@ Test(report, merge_keeps_incomplete_cases_and_skips_a_cut_line) {
   run_result r = run_cli(args);
   cr_assert_eq(r.code, 0, "%s", r.err);
   cr_expect(strstr(r.out, "6 records from 2 files, 1 complete case, 1 "
-                          "incomplete case kept, 0 duplicates dropped, 1 "
-                          "unterminated line skipped"),
+                          "incomplete case kept, 0 duplicates dropped, 0 "
+                          "records of cases taken from another file dropped, "
+                          "1 unterminated line skipped"),
             "%s", r.out);
   cr_expect(strstr(r.err, "b.jsonl: skipped an unterminated last line"), "%s",
             r.err);
@@ -600,6 +602,48 @@ Test(report, merge_keeps_incomplete_cases_and_skips_a_cut_line) {
   cr_expect_eq(back.n, 6);
   lm_records_free(&back);
   lm_records_free(&part);
+  lm_eval_run_free(&run);
+}
+
+/* A case's records all come from one file, the one holding most of them:
+ * a cut-short copy of case 0 in the first file loses to the whole case in
+ * the second, while case 1 comes from the first. */
+Test(report, merge_takes_each_case_from_the_file_holding_most_of_it) {
+  lm_eval_run run;
+  build_run(&run, 0);
+  lm_records c0, c1;
+  run_records(&run, 0, 1, &c0);
+  run_records(&run, 1, 2, &c1);
+  cr_assert_gt(c0.n, 1);
+  lm_error err = {0};
+  /* a.jsonl: case 0's first record, then all of case 1; b.jsonl: case 0 */
+  lm_records a = {0};
+  a.r = calloc((size_t)(1 + c1.n), sizeof *a.r);
+  a.r[0] = c0.r[0];
+  memcpy(a.r + 1, c1.r, sizeof *a.r * (size_t)c1.n);
+  a.n = 1 + c1.n;
+  cr_assert_eq(lm_records_write(tmp_path("a.jsonl"), &a, &err), LM_OK);
+  cr_assert_eq(lm_records_write(tmp_path("b.jsonl"), &c0, &err), LM_OK);
+  free(a.r); /* its records belong to c0 and c1 */
+  const char *args[] = {"merge", "-o", tmp_path("m"), tmp_path("a.jsonl"),
+                        tmp_path("b.jsonl"), NULL};
+  run_result r = run_cli(args);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "2 complete cases, 0 incomplete cases kept, 0 "
+                          "duplicates dropped, 1 record of cases taken from "
+                          "another file dropped"),
+            "%s", r.out);
+  lm_records back;
+  cr_assert_eq(lm_records_read(tmp_path("m/records.jsonl"), &back, &err), LM_OK);
+  cr_expect_eq(back.n, c0.n + c1.n);
+  /* case 1 first (from a.jsonl), then case 0 whole (from b.jsonl) */
+  for (int i = 0; i < c1.n; i++)
+    cr_expect_str_eq(back.r[i].variant, c1.r[i].variant);
+  for (int i = 0; i < c0.n; i++)
+    cr_expect_str_eq(back.r[c1.n + i].variant, c0.r[i].variant);
+  lm_records_free(&back);
+  lm_records_free(&c0);
+  lm_records_free(&c1);
   lm_eval_run_free(&run);
 }
 
@@ -664,6 +708,11 @@ static void expect_png(const char *name) {
   cr_expect_eq(n, 8);
   cr_expect_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0, "%s is not a PNG",
                name);
+  /* drawn into NAME.part and renamed: nothing half-drawn is left */
+  char part[64];
+  snprintf(part, sizeof part, "%.50s.part", name);
+  struct stat sb;
+  cr_expect_neq(stat(tmp_path(part), &sb), 0, "%s left behind", part);
 }
 
 static void expect_file(const char *name) {
