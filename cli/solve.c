@@ -19,7 +19,10 @@ static const char usage[] =
     "  Predict every (kernel, bucket, variant), choose what to compile and which\n"
     "  variant each bucket runs, and write the plan (lanemap.plan/1).\n"
     "  --profile P        price with this profile (default: the cached profile of\n"
-    "                     this machine for each ISA of the workload)\n"
+    "                     this machine for each ISA of the workload).  With\n"
+    "                     several ISA targets, give one --profile per target:\n"
+    "                     each prices the target it was calibrated for, and a\n"
+    "                     target without one takes its cached profile\n"
     "  --default-profile  the uncalibrated named defaults\n"
     "  --threshold        dispatch by R thresholds (contiguous runs per variant)\n"
     "  --robust           minimise the worst case over the bootstrap profiles\n"
@@ -46,6 +49,8 @@ static lm_status parse_pos(const char *what, const char *text, double *out,
 
 int cmd_solve(int argc, char **argv) {
   const char *file = NULL, *outp = NULL, *prof = NULL;
+  const char *profpath[LM_ISA__COUNT]; /* --profile, once per ISA target */
+  int nprof = 0;
   int dflt = 0, json = 0;
   lm_error err = {0};
   lm_solve_opts so;
@@ -60,8 +65,13 @@ int cmd_solve(int argc, char **argv) {
     if ((r = cli_arg_value(argc, argv, &i, "-o", &val)) ||
         (r = cli_arg_value(argc, argv, &i, "--output", &val)))
       outp = val;
-    else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val)))
-      prof = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val))) {
+      if (r > 0 && nprof == LM_ISA__COUNT)
+        return cli_usage_error(usage, "solve", "--profile: at most %d, one per ISA target",
+                               LM_ISA__COUNT);
+      if (r > 0)
+        prof = profpath[nprof++] = val;
+    }
     else if ((r = cli_arg_value(argc, argv, &i, "--time-limit", &val))) {
       if (r > 0 && parse_pos("--time-limit", val, &so.time_limit, 0, &err) != LM_OK)
         return cli_usage_error(usage, "solve", "%s", err.msg);
@@ -116,23 +126,49 @@ int cmd_solve(int argc, char **argv) {
   lm_status s = lm_workload_load(file, &w, &err);
   if (s != LM_OK)
     goto done;
+  /* Which --profile prices ISA target i: a lone one prices a lone target;
+   * otherwise each prices the target of its own ISA. */
+  const char *given[LM_ISA__COUNT] = {0};
+  if (nprof == 1 && w->nisa == 1)
+    given[0] = profpath[0];
+  for (int f = 0; f < nprof && !(nprof == 1 && w->nisa == 1) && s == LM_OK; f++) {
+    lm_profile *p = NULL;
+    lm_isa pi;
+    int slot = -1;
+    if ((s = cli_profile_for(profpath[f], 0, LM_ISA_HOST, &p, &err)) != LM_OK)
+      break;
+    char pisa[32];
+    snprintf(pisa, sizeof pisa, "%s", lm_profile_get_isa(p));
+    lm_profile_free(p);
+    if (lm_isa_parse(pisa, &pi, &err) == LM_OK)
+      for (int i = 0; i < w->nisa; i++)
+        if (w->isa[i] == pi)
+          slot = i;
+    if (slot < 0)
+      s = lm_error_set(&err, LM_EINPUT,
+                       "--profile %s: calibrated for %s, which is not an ISA target "
+                       "of the workload",
+                       profpath[f], pisa);
+    else if (given[slot])
+      s = lm_error_set(&err, LM_EINPUT, "--profile %s: a second profile for %s",
+                       profpath[f], pisa);
+    else
+      given[slot] = profpath[f];
+  }
   for (int i = 0; i < w->nisa && s == LM_OK; i++) {
-    if (prof && i > 0) { /* one file prices every ISA */
-      profs[i] = profs[0];
-      continue;
-    }
-    if ((s = cli_profile_for(prof, dflt, w->isa[i], &owned[i], &err)) != LM_OK)
+    if ((s = cli_profile_for(given[i], dflt, w->isa[i], &owned[i], &err)) != LM_OK)
       break;
     profs[i] = owned[i];
     const lm_profile *p = profs[i];
     char cached[1024] = "the cached profile";
     lm_error perr = {0};
-    if (!prof && !dflt &&
+    if (!given[i] && !dflt &&
         lm_profile_cache_path(lm_isa_name(w->isa[i]), lm_profile_get_mode(p), cached,
                               sizeof cached, &perr) != LM_OK)
       snprintf(cached, sizeof cached, "the cached profile");
     fprintf(stderr, "lanemap solve: profile for %s: %s (%s, ISA %s, fingerprint %s)\n",
-            lm_isa_name(w->isa[i]), prof ? prof : dflt ? "the uncalibrated defaults" : cached,
+            lm_isa_name(w->isa[i]),
+            given[i] ? given[i] : dflt ? "the uncalibrated defaults" : cached,
             lm_profile_mode_name(lm_profile_get_mode(p)), lm_profile_get_isa(p),
             lm_profile_get_fingerprint(p)->hash);
   }

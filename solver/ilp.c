@@ -26,6 +26,7 @@
  * infeasible instance is reported by the constraint that binds. */
 #include <glpk.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,8 @@ typedef struct MipOut {
 typedef struct Cb {
   double *warm; /* [1..ncols] or NULL */
   int sent;
+  double deadline; /* now_s() past which the search is stopped */
+  int stopped;     /* the callback stopped it (glp_ios_terminate) */
   double bound;
   long nodes;
 } Cb;
@@ -317,6 +320,22 @@ static void mip_callback(glp_tree *T, void *info) {
   int t_cnt = 0;
   glp_ios_tree_size(T, NULL, NULL, &t_cnt);
   cb->nodes = t_cnt;
+  /* GLPK checks tm_lim only between its own steps, and a long cut or
+   * heuristic round can overrun it; the callback holds the deadline too. */
+  if (!cb->stopped && now_s() > cb->deadline) {
+    cb->stopped = 1;
+    glp_ios_terminate(T);
+  }
+}
+
+/* With verbose: GLPK's log text to the caller's log, or to stderr. */
+static int glpk_log(void *info, const char *text) {
+  const lm_solve_opts *o = info;
+  if (o->log)
+    o->log(o->log_ctx, text);
+  else
+    fputs(text, stderr);
+  return 1; /* GLPK itself prints nothing */
 }
 
 /* Growable triplets of the constraint matrix (1-based, as GLPK wants). */
@@ -369,6 +388,7 @@ static lm_status mip_solve(const Mip *m, lm_solve_result *r, MipOut *out,
   Cb cb = {0};
   glp_prob *lp = glp_create_prob();
   int prev_term = glp_term_out(o->verbose ? GLP_ON : GLP_OFF);
+  glp_term_hook(o->verbose ? glpk_log : NULL, (void *)o);
   if (!ycol || !xcol || !zcol) {
     st = lm_error_set(err, LM_ESYS, "solver: out of memory");
     goto done;
@@ -521,6 +541,7 @@ static lm_status mip_solve(const Mip *m, lm_solve_result *r, MipOut *out,
   io.cb_info = &cb;
   double left = m->deadline - now_s();
   io.tm_lim = left > 0.001 ? (int)fmin(left * 1000, 2e9) : 1;
+  cb.deadline = m->deadline;
   cb.bound = -INFINITY;
   if (!o->presolve) {
     glp_smcp sp;
@@ -533,9 +554,9 @@ static lm_status mip_solve(const Mip *m, lm_solve_result *r, MipOut *out,
   int ms = glp_mip_status(lp);
 
   out->nodes = cb.nodes;
-  out->tmlim = ret == GLP_ETMLIM;
-  if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_EMIPGAP &&
-      ret != GLP_ENOPFS && ret != GLP_ENODFS) {
+  out->tmlim = ret == GLP_ETMLIM || (ret == GLP_ESTOP && cb.stopped);
+  if (ret != 0 && !out->tmlim && ret != GLP_EMIPGAP && ret != GLP_ENOPFS &&
+      ret != GLP_ENODFS) {
     st =
         lm_error_set(err, LM_EFAIL, "solver: GLPK glp_intopt failed (%d)", ret);
     goto done;
@@ -562,6 +583,7 @@ static lm_status mip_solve(const Mip *m, lm_solve_result *r, MipOut *out,
 #undef XI
 done:
   glp_delete_prob(lp);
+  glp_term_hook(NULL, NULL);
   glp_term_out(prev_term);
   free(cb.warm);
   free(t.i);

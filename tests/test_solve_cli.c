@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lanemap/calibrate.h"
 #include "lanemap/core.h"
 
 #define SRC LANEMAP_SOURCE_DIR
@@ -226,6 +227,69 @@ Test(solve_cli, time_limit_returns_the_incumbent) {
   cr_assert_gt(cJSON_GetObjectItem(j, "objective_ns")->valuedouble, 0);
   cJSON_Delete(j);
   cr_assert_eq(access(plan, R_OK), 0);
+  free(out);
+  free(err);
+}
+
+/* --verbose sends GLPK's log to stderr, so --json's stdout stays one JSON
+ * document (thresholded dispatch on the transformer workload runs GLPK). */
+Test(solve_cli, verbose_log_goes_to_stderr_and_json_stays_clean) {
+  char *out, *err, plan[512];
+  snprintf(plan, sizeof plan, "%s/plan.json", dir);
+  int rc = run(&out, &err,
+               "solve '%s' --default-profile --json --verbose --threshold -o '%s'",
+               SRC "/solver/examples/transformer.json", plan);
+  cr_assert_eq(rc, 0, "%s", err);
+  cJSON *j = cJSON_Parse(out);
+  cr_expect_not_null(j, "stdout is not one JSON document:\n%s", out);
+  cJSON_Delete(j);
+  cr_expect(strstr(err, "obj =") != NULL, "no GLPK log on stderr:\n%s", err);
+  free(out);
+  free(err);
+}
+
+/* A workload over two ISA targets: each --profile prices the target it was
+ * calibrated for; a profile of a target the workload lacks is exit 2. */
+Test(solve_cli, each_profile_prices_its_own_isa_target) {
+  if (!lm_isa_runnable(LM_ISA_AVX2) || !lm_isa_runnable(LM_ISA_AVX512))
+    cr_skip_test("needs avx2 and avx512");
+  char p2[512], p4[512], p1[512], wl[512], plan[512], *out, *err;
+  snprintf(p2, sizeof p2, "%s/avx2.json", dir);
+  snprintf(p4, sizeof p4, "%s/avx512.json", dir);
+  snprintf(p1, sizeof p1, "%s/sse.json", dir);
+  snprintf(wl, sizeof wl, "%s/w.json", dir);
+  snprintf(plan, sizeof plan, "%s/plan.json", dir);
+  const lm_isa isas[3] = {LM_ISA_AVX2, LM_ISA_AVX512, LM_ISA_SSE42};
+  const char *paths[3] = {p2, p4, p1};
+  for (int i = 0; i < 3; i++) {
+    lm_profile *p = NULL;
+    lm_error e = {0};
+    cr_assert_eq(lm_profile_default(isas[i], &p, &e), LM_OK, "%s", e.msg);
+    cr_assert_eq(lm_profile_save(p, paths[i], &e), LM_OK, "%s", e.msg);
+    lm_profile_free(p);
+  }
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"schema\":\"lanemap.workload/1\",\"isa\":[\"avx2\",\"avx512\"],"
+           "\"kernels\":[{\"kernel\":\"%s/kernels/rmsnorm.lk\","
+           "\"buckets\":[{\"R\":64,\"C\":1024,\"weight\":1}]}]}",
+           SRC);
+  write_file(wl, text);
+  int rc = run(&out, &err, "solve '%s' --profile '%s' --profile '%s' -o '%s'", wl, p4,
+               p2, plan);
+  cr_assert_eq(rc, 0, "%s", err);
+  char want[1024];
+  snprintf(want, sizeof want, "profile for x86-64-v3: %s (", p2);
+  cr_expect(strstr(err, want) != NULL, "%s", err);
+  snprintf(want, sizeof want, "profile for x86-64-v4: %s (", p4);
+  cr_expect(strstr(err, want) != NULL, "%s", err);
+  free(out);
+  free(err);
+  rc = run(&out, &err, "solve '%s' --profile '%s' --profile '%s' -o '%s'", wl, p2, p1,
+           plan);
+  cr_expect_eq(rc, 2, "%s", err);
+  cr_expect(strstr(err, "calibrated for x86-64-v2, which is not an ISA target") != NULL,
+            "%s", err);
   free(out);
   free(err);
 }

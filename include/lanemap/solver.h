@@ -65,8 +65,13 @@ typedef struct lm_solve_opts {
   int threshold;          /* thresholded dispatch (default 0) */
   int robust;             /* min-max over the scenarios (default 0) */
   int prune;              /* drop dominated variants first (default 1) */
-  int verbose;            /* GLPK terminal output (default 0: off) */
+  int verbose;            /* GLPK's log (default 0: off); see log */
   lm_solve_method method; /* default LM_SOLVE_AUTO */
+  /* With verbose, each piece of GLPK's log text goes to log(log_ctx, text);
+   * NULL (the default) sends it to stderr, never stdout, so a caller's
+   * machine-readable stdout (solve --json) stays clean. */
+  void (*log)(void *log_ctx, const char *text);
+  void *log_ctx;
 } lm_solve_opts;
 
 void lm_solve_defaults(lm_solve_opts *o);
