@@ -17,6 +17,7 @@
  * back bit for bit. */
 #define _GNU_SOURCE
 #include "lanemap/profile.h"
+#include "lanemap/costmodel.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -1598,8 +1599,8 @@ lm_status lm_profile_cache_path(const char *isa, lm_profile_mode mode,
   if ((s = cache_dir(dir, sizeof dir, err)) || (s = make_dirs(dir, err)) ||
       (s = lm_fingerprint_host(&fp, err)))
     return s;
-  int w = snprintf(buf, n, "%s/profile-%s-%s-%s.json", dir, fp.hash, isa,
-                   lm_profile_mode_name(mode));
+  int w = snprintf(buf, n, "%s/profile-%s-%s-%s-%s.json", dir, fp.hash, isa,
+                   lm_profile_mode_name(mode), lm_model_id());
   if (w < 0 || (size_t)w >= n) {
     if (n > 0)
       buf[0] = 0;

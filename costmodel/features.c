@@ -11,6 +11,8 @@
  * from: the whole launch's footprint for first touches, one packet's rows
  * for re-reads in later loops, one packet's slots for private arrays. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,21 @@ int lm_term_lookup(const char *name) {
     if (strcmp(names[i], name) == 0)
       return i;
   return -1;
+}
+
+/* The model form's revision: bump it when the meaning of a term or the way
+ * terms combine changes without the term list changing. */
+#define LM_MODEL_FORM "form-2"
+
+const char *lm_model_id(void) {
+  static _Thread_local char id[9];
+  if (!id[0]) {
+    uint64_t h = lm_fnv1a(LM_FNV1A_INIT, LM_MODEL_FORM, sizeof LM_MODEL_FORM - 1);
+    for (int i = 0; i < LM_T__COUNT; i++)
+      h = lm_fnv1a(h, names[i], strlen(names[i]) + 1);
+    snprintf(id, sizeof id, "%08x", (unsigned)(h ^ (h >> 32)));
+  }
+  return id;
 }
 
 /* Named default when no fingerprint is at hand: a current x86 server core

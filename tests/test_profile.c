@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lanemap/profile.h"
+#include "lanemap/costmodel.h"
 
 #define GOLDEN_DIR "tests/golden/profile"
 #define EXAMPLE GOLDEN_DIR "/ok/example.json"
@@ -750,8 +751,8 @@ static void expect_cache_path(const char *dir) {
   cr_assert_eq(lm_profile_cache_path("x86-64-v4", LM_PROFILE_QUICK, got,
                                      sizeof got, &err),
                LM_OK, "%s", err.msg);
-  snprintf(want, sizeof want, "%s/profile-%s-x86-64-v4-quick.json", dir,
-           fp.hash);
+  snprintf(want, sizeof want, "%s/profile-%s-x86-64-v4-quick-%s.json", dir,
+           fp.hash, lm_model_id());
   cr_expect_str_eq(got, want);
   struct stat st;
   cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "%s not created", dir);

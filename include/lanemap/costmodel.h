@@ -67,6 +67,12 @@ const char *lm_term_name(lm_term t);
 const char *lm_term_doc(lm_term t);
 int lm_term_lookup(const char *name); /* -1 if unknown */
 
+/* Eight hex digits naming the model: its form's revision and its term
+ * list.  Cached profiles are keyed by it (lm_profile_cache_path), so a
+ * build whose model has other terms never takes a profile fitted for
+ * another one.  Thread-safe. */
+const char *lm_model_id(void);
+
 /* Cache sizes used to decide which level serves a byte (from the
  * profile's fingerprint; lm_caches_host reads this machine's). */
 typedef struct lm_caches {
