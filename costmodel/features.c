@@ -41,7 +41,7 @@ int lm_term_lookup(const char *name) {
 
 /* The model form's revision: bump it when the meaning of a term or the way
  * terms combine changes without the term list changing. */
-#define LM_MODEL_FORM "form-2"
+#define LM_MODEL_FORM "form-3"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
@@ -580,7 +580,10 @@ void lm_cost_plan_eval(const lm_cost_plan *pl, const lm_shape *s,
   out->density = st.density;
   n[LM_T_GALIAS] += lm_cost_plan_alias(pl, s, caches, &st);
   /* launch structure */
-  n[LM_T_CALL] += st.tasks;
+  /* a launch on workers > 1 goes through the pool's launch path (checks,
+   * the shared pool, chunking) before its first entry call, even when its
+   * one task then runs inline: one more call level */
+  n[LM_T_CALL] += st.tasks + (pl->workers > 1);
   if (pl->workers > 1 && st.tasks > 1) /* one task runs inline, without the pool */
     n[LM_T_TASK] += st.tasks, n[LM_T_FORK] += 1;
   double lv[3];
