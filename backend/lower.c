@@ -64,6 +64,7 @@ typedef struct Lo {
   LLVMValueRef fn;
   int W, L, G, U;
   int snapshot; /* phase == snapshot */
+  int uniform_rows; /* G == 1 and no row lengths: every packet is one full row */
   LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, voidt;
   unsigned md_priv, md_glob, md_blend;
   /* per entry */
@@ -1068,6 +1069,8 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
   LLVMBuildBr(o->B, rc);
 
+  /* the masked tail: a loop, or one straight-line step when the packet's
+   * rows all have the same length (tmax - tfull <= 1) */
   LLVMPositionBuilderAtEnd(o->B, tc);
   t = LLVMBuildLoad2(o->B, o->i32, ta, "");
   LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tmax, ""), tb, done);
@@ -1078,8 +1081,12 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   o->mask = active_mask(o);
   emit_step(o, 0);
   o->mask = NULL;
-  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
-  LLVMBuildBr(o->B, tc);
+  if (o->uniform_rows) {
+    LLVMBuildBr(o->B, done);
+  } else {
+    LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
+    LLVMBuildBr(o->B, tc);
+  }
 
   LLVMPositionBuilderAtEnd(o->B, done);
   for (int i = 0; i < k->nnodes; i++)
@@ -1132,6 +1139,9 @@ static void emit_packet(Lo *o) {
     o->lenv = LLVMBuildSelect(B, o->valid, len, zero, "");
     minlen = intr1(o, "llvm.vector.reduce.smin", o->lenv);
     maxlen = intr1(o, "llvm.vector.reduce.smax", o->lenv);
+  } else if (o->uniform_rows) { /* one full row per packet */
+    o->lenv = Nv;
+    minlen = maxlen = o->N;
   } else {
     o->lenv = LLVMBuildSelect(B, o->valid, Nv, zero, "");
     minlen = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, rem, ci64(o, G), ""),
@@ -1243,6 +1253,9 @@ lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
         : o.L == 1 ? (v->glob == LM_GLOB_TRANSPOSE ? ACC_CONTIG : ACC_GATHER)
                    : ACC_SEGMENT;
   o.snapshot = v->phase == LM_PHASE_SNAPSHOT;
+  /* a packet of one row without a row-length input: every packet is full
+   * and has the kernel's column count, so its masked tail is one step */
+  o.uniform_rows = o.G == 1 && k->rowlen_param < 0;
   o.i1 = LLVMInt1TypeInContext(ctx);
   o.i8 = LLVMInt8TypeInContext(ctx);
   o.i32 = LLVMInt32TypeInContext(ctx);
