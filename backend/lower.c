@@ -294,7 +294,7 @@ static LLVMValueRef row_ptr(Lo *o, int param, LLVMValueRef row64,
 /* Per-lane column index of the current step: t*L + s. */
 static LLVMValueRef lane_cols(Lo *o) {
   return LLVMBuildAdd(
-      o->B, splat(o, LLVMBuildMul(o->B, o->t, ci32(o, o->L), ""), o->W),
+      o->B, splat(o, LLVMBuildNSWMul(o->B, o->t, ci32(o, o->L), ""), o->W),
       o->svec, "");
 }
 
@@ -687,14 +687,14 @@ static LLVMValueRef load_row(Lo *o, const lm_node *n) {
   switch (o->mode) {
   case MODE_CONTIG: {
     LLVMValueRef blk = LLVMBuildSExt(
-        o->B, LLVMBuildMul(o->B, o->t, ci32(o, n->step * o->W), ""), o->i64, "");
+        o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step * o->W), ""), o->i64, "");
     return span_load(o, n->param, 0, row_ptr(o, n->param, o->p, blk), dt, o->W,
                      n->start, n->step, o->mask);
   }
   case MODE_SEG: {
     LLVMValueRef parts[MAX_LANES];
     LLVMValueRef blk = LLVMBuildSExt(
-        o->B, LLVMBuildMul(o->B, o->t, ci32(o, n->step * o->L), ""), o->i64, "");
+        o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step * o->L), ""), o->i64, "");
     for (int g = 0; g < o->G; g++) {
       LLVMValueRef row = LLVMBuildAdd(o->B, o->p, ci64(o, g), "");
       parts[g] = span_load(o, n->param, g, row_ptr(o, n->param, row, blk), dt,
@@ -726,7 +726,7 @@ static LLVMValueRef load_col(Lo *o, const lm_node *n) {
   }
   if (o->mode == MODE_CONTIG || o->mode == MODE_SEG) {
     int M = o->mode == MODE_CONTIG ? o->W : o->L;
-    LLVMValueRef blk = LLVMBuildMul(o->B, o->t, ci32(o, n->step * M), "");
+    LLVMValueRef blk = LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step * M), "");
     LLVMValueRef v = span_load(o, n->param, -1, gep(o, et, o->pbuf[n->param], blk), dt,
                                M, n->start, n->step, o->mode == MODE_CONTIG ? o->mask : NULL);
     if (M == o->W)
@@ -872,14 +872,14 @@ static void store_now(Lo *o, int *grp, int ng) {
   }
   if (o->mode == MODE_CONTIG) {
     LLVMValueRef blk = LLVMBuildSExt(
-        o->B, LLVMBuildMul(o->B, o->t, ci32(o, s0->step * o->W), ""), o->i64, "");
+        o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, s0->step * o->W), ""), o->i64, "");
     span_store(o, row_ptr(o, s0->param, o->p, blk), dt, o->W, ng, vals, starts,
                s0->step, o->mask);
     return;
   }
   if (o->mode == MODE_SEG) {
     LLVMValueRef blk = LLVMBuildSExt(
-        o->B, LLVMBuildMul(o->B, o->t, ci32(o, s0->step * o->L), ""), o->i64, "");
+        o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, s0->step * o->L), ""), o->i64, "");
     for (int g = 0; g < o->G; g++) {
       LLVMValueRef part[64];
       int m[MAX_LANES];
@@ -947,7 +947,7 @@ static void block_preload(Lo *o) {
       continue;
     lm_dtype dt = k->params[n->param].dtype;
     LLVMValueRef blk = LLVMBuildSExt(
-        o->B, LLVMBuildMul(o->B, o->t, ci32(o, n->step), ""), o->i64, "");
+        o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step), ""), o->i64, "");
     for (int l = 0; l < o->W; l++) {
       LLVMValueRef row = LLVMBuildAdd(o->B, o->p, ci64(o, l), "");
       o->pre[id][l] = span_load(o, n->param, l, row_ptr(o, n->param, row, blk),
@@ -967,7 +967,7 @@ static void block_flush_group(Lo *o, int *grp, int ng) {
     transpose(o, o->pend[grp[i]]);
   }
   LLVMValueRef blk = LLVMBuildSExt(
-      o->B, LLVMBuildMul(o->B, o->t, ci32(o, s0->step), ""), o->i64, "");
+      o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, s0->step), ""), o->i64, "");
   for (int l = 0; l < o->W; l++) {
     LLVMValueRef vals[64];
     for (int i = 0; i < ng; i++)
@@ -1033,7 +1033,7 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   LLVMValueRef t = LLVMBuildLoad2(o->B, o->i32, ta, "");
   LLVMBuildCondBr(o->B,
                   LLVMBuildICmp(o->B, LLVMIntSLE,
-                                LLVMBuildAdd(o->B, t, ci32(o, per), ""), tfull, ""),
+                                LLVMBuildNSWAdd(o->B, t, ci32(o, per), ""), tfull, ""),
                   mb, rc);
   LLVMPositionBuilderAtEnd(o->B, mb);
   o->mode = main_mode;
@@ -1048,26 +1048,46 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
     store_groups(o, block_flush_group);
   } else {
     for (int u = 0; u < o->U; u++) {
-      o->t = LLVMBuildAdd(o->B, t, ci32(o, u), "");
+      o->t = LLVMBuildNSWAdd(o->B, t, ci32(o, u), "");
       emit_step(o, u);
     }
   }
-  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, per), ""), ta);
+  LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, per), ""), ta);
   LLVMBuildBr(o->B, mc);
 
   /* full steps left over by the unrolled main part: one at a time, still
-   * unmasked (transposed blocks fall back to gathers here) */
-  LLVMPositionBuilderAtEnd(o->B, rc);
-  t = LLVMBuildLoad2(o->B, o->i32, ta, "");
-  LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tfull, ""), rb, tc);
-  LLVMPositionBuilderAtEnd(o->B, rb);
-  o->mode = blockmode ? MODE_GATHER : main_mode;
-  o->t = t;
-  o->blk = -1;
-  o->mask = NULL;
-  emit_step(o, 0);
-  LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
-  LLVMBuildBr(o->B, rc);
+   * unmasked (transposed blocks fall back to gathers here).  Fewer than U
+   * are left when the main part steps by U: then they are U - 1 guarded
+   * straight-line steps, not a loop of unknown trip count (which LLVM
+   * would unroll again behind a prologue). */
+  int nrest = blockmode ? 1 : per - 1;
+  for (int r = 0; r < nrest; r++) {
+    LLVMPositionBuilderAtEnd(o->B, rc);
+    t = LLVMBuildLoad2(o->B, o->i32, ta, "");
+    LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tfull, ""), rb, tc);
+    LLVMPositionBuilderAtEnd(o->B, rb);
+    o->mode = blockmode ? MODE_GATHER : main_mode;
+    o->t = t;
+    o->blk = -1;
+    o->mask = NULL;
+    emit_step(o, 0);
+    LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, 1), ""), ta);
+    if (blockmode) {
+      LLVMBuildBr(o->B, rc);
+    } else {
+      int more = r + 1 < nrest;
+      LLVMBasicBlockRef next = more ? block(o, "rest.cond") : tc;
+      LLVMBuildBr(o->B, next);
+      rc = next;
+      if (more)
+        rb = block(o, "rest.body");
+    }
+  }
+  if (nrest == 0) { /* the main part steps by one: nothing is left over */
+    LLVMPositionBuilderAtEnd(o->B, rc);
+    LLVMBuildBr(o->B, tc);
+    LLVMDeleteBasicBlock(rb);
+  }
 
   /* the masked tail: a loop, or one straight-line step when the packet's
    * rows all have the same length (tmax - tfull <= 1) */
@@ -1084,7 +1104,7 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   if (o->uniform_rows) {
     LLVMBuildBr(o->B, done);
   } else {
-    LLVMBuildStore(o->B, LLVMBuildAdd(o->B, t, ci32(o, 1), ""), ta);
+    LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, 1), ""), ta);
     LLVMBuildBr(o->B, tc);
   }
 
