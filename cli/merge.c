@@ -31,7 +31,12 @@ static const char usage[] =
     "  -o, --out OUT_DIR  output folder (created if missing)\n"
     "exit codes: 0 ok, 2 bad input or usage, 3 cannot write\n";
 
-static const char *case_of(const lm_record *r);
+/* The case a record belongs to, or NULL outside any case. */
+static const char *case_of(const lm_record *r) {
+  const cJSON *c =
+      r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "case") : NULL;
+  return cJSON_IsString(c) ? c->valuestring : NULL;
+}
 
 /* The identity of a record: "C<case>\x1f<variant>" inside a case, else
  * "L<the line without its timestamp>"; malloc'ed. */
@@ -58,12 +63,6 @@ static char *key_of(const lm_record *r) {
     snprintf(k, n, "L%s", s);
   free(s);
   return k;
-}
-
-static const char *case_of(const lm_record *r) {
-  const cJSON *c =
-      r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "case") : NULL;
-  return cJSON_IsString(c) ? c->valuestring : NULL;
 }
 
 /* Per case, the file its records are taken from: the one with most of

@@ -126,37 +126,39 @@ int cmd_solve(int argc, char **argv) {
   lm_status s = lm_workload_load(file, &w, &err);
   if (s != LM_OK)
     goto done;
-  /* Which --profile prices ISA target i: a lone one prices a lone target;
-   * otherwise each prices the target of its own ISA. */
+  /* Which --profile prices ISA target i: a lone one prices a lone target,
+   * whatever ISA it names; otherwise each prices the target of its own ISA.
+   * Each file is loaded once, into the slot it prices. */
   const char *given[LM_ISA__COUNT] = {0};
-  if (nprof == 1 && w->nisa == 1)
-    given[0] = profpath[0];
-  for (int f = 0; f < nprof && !(nprof == 1 && w->nisa == 1) && s == LM_OK; f++) {
+  int lone = nprof == 1 && w->nisa == 1;
+  for (int f = 0; f < nprof && s == LM_OK; f++) {
     lm_profile *p = NULL;
-    lm_isa pi;
-    int slot = -1;
     if ((s = cli_profile_for(profpath[f], 0, LM_ISA_HOST, &p, &err)) != LM_OK)
       break;
-    char pisa[32];
-    snprintf(pisa, sizeof pisa, "%s", lm_profile_get_isa(p));
-    lm_profile_free(p);
-    if (lm_isa_parse(pisa, &pi, &err) == LM_OK)
+    const char *pisa = lm_profile_get_isa(p);
+    lm_isa pi;
+    int slot = lone ? 0 : -1;
+    if (!lone && lm_isa_parse(pisa, &pi, &err) == LM_OK)
       for (int i = 0; i < w->nisa; i++)
         if (w->isa[i] == pi)
           slot = i;
     if (slot < 0)
       s = lm_error_set(&err, LM_EINPUT,
-                       "--profile %s: calibrated for %s, which is not an ISA target "
+                       "--profile %s: calibrated for %.32s, which is not an ISA target "
                        "of the workload",
                        profpath[f], pisa);
     else if (given[slot])
-      s = lm_error_set(&err, LM_EINPUT, "--profile %s: a second profile for %s",
+      s = lm_error_set(&err, LM_EINPUT, "--profile %s: a second profile for %.32s",
                        profpath[f], pisa);
-    else
-      given[slot] = profpath[f];
+    if (s != LM_OK) {
+      lm_profile_free(p);
+      break;
+    }
+    given[slot] = profpath[f];
+    owned[slot] = p;
   }
   for (int i = 0; i < w->nisa && s == LM_OK; i++) {
-    if ((s = cli_profile_for(given[i], dflt, w->isa[i], &owned[i], &err)) != LM_OK)
+    if (!owned[i] && (s = cli_profile_for(NULL, dflt, w->isa[i], &owned[i], &err)) != LM_OK)
       break;
     profs[i] = owned[i];
     const lm_profile *p = profs[i];

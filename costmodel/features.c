@@ -460,6 +460,10 @@ void lm_cost_plan_steps(const lm_cost_plan *pl, const lm_shape *s, const lm_rows
   st->tail = st->S - st->full;
   st->density = N > 0 ? len / (double)N : 1;
   st->tasks = pl->workers > 1 ? ceil((double)R / (double)pl->grain) : 1;
+  /* a launch on workers > 1 goes through the pool's launch path (checks,
+   * the shared pool, chunking) before its first entry call, even when its
+   * one task then runs inline: one more call level */
+  st->calls = st->tasks + (pl->workers > 1);
 }
 
 /* gathers whose rows alias in L1: the G rows one gather touches, at the
@@ -580,10 +584,7 @@ void lm_cost_plan_eval(const lm_cost_plan *pl, const lm_shape *s,
   out->density = st.density;
   n[LM_T_GALIAS] += lm_cost_plan_alias(pl, s, caches, &st);
   /* launch structure */
-  /* a launch on workers > 1 goes through the pool's launch path (checks,
-   * the shared pool, chunking) before its first entry call, even when its
-   * one task then runs inline: one more call level */
-  n[LM_T_CALL] += st.tasks + (pl->workers > 1);
+  n[LM_T_CALL] += st.calls;
   if (pl->workers > 1 && st.tasks > 1) /* one task runs inline, without the pool */
     n[LM_T_TASK] += st.tasks, n[LM_T_FORK] += 1;
   double lv[3];

@@ -49,6 +49,7 @@ typedef struct lm_plan_steps {
   double S;                     /* steps per packet */
   double full, main, rest, tail; /* of a full packet: unmasked (main + rest), masked */
   double density, tasks;
+  double calls;                 /* entry calls and launch-path levels */
 } lm_plan_steps;
 
 #define LM_PLAN_NWIDE_INS 10

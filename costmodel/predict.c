@@ -269,8 +269,7 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     lm_plan_steps st;
     lm_cost_plan_steps(pl, s, rows, &st);
     double C = st.Pf * (st.main * f->wmain + st.rest * f->wrest + st.tail * f->wtail) +
-               (st.P - st.Pf) * st.S * f->wtail + st.P * f->wpacket +
-               (st.tasks + (f->workers > 1)) * f->wtask;
+               (st.P - st.Pf) * st.S * f->wtail + st.P * f->wpacket + st.calls * f->wtask;
     int pooled = st.tasks > 1; /* one task runs inline, without the pool */
     if (pooled)
       C += st.tasks * f->wpool;
