@@ -292,4 +292,10 @@ Test(solve_cli, each_profile_prices_its_own_isa_target) {
             "%s", err);
   free(out);
   free(err);
+  rc = run(&out, &err, "solve '%s' --profile '%s' --profile '%s' -o '%s'", wl, p4, p4,
+           plan);
+  cr_expect_eq(rc, 2, "%s", err);
+  cr_expect(strstr(err, "a second profile for x86-64-v4") != NULL, "%s", err);
+  free(out);
+  free(err);
 }
