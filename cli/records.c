@@ -608,7 +608,11 @@ static int cmd_import(int argc, char **argv) {
     cache_free(&kc);
     return LM_EINPUT;
   }
-  FILE *exists = fopen(o.out, "r");
+  /* the records already in OUT and the new ones are written back as one
+   * file: hold OUT's lock from the read to the write */
+  int lock = -1;
+  st = lm_file_lock(o.out, &lock, &err);
+  FILE *exists = st == LM_OK ? fopen(o.out, "r") : NULL;
   if (exists) {
     fclose(exists);
     st = lm_records_read(o.out, &acc, &err);
@@ -618,6 +622,7 @@ static int cmd_import(int argc, char **argv) {
     st = import_file(files[f], &o, &kc, &acc, &cap, &added, &skipped, &err);
   if (st == LM_OK)
     st = lm_records_write(o.out, &acc, &err);
+  lm_file_unlock(lock);
   if (st == LM_OK)
     printf("records import: %d records from %d files -> %s (%d failed "
            "measurements skipped)\n",

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,43 +97,146 @@ static void lm_file_unregister(int slot) {
     atomic_store(&lm_file_slots[slot].used, 0);
 }
 
+/* Follows symlinks from path (at most 40, as the kernel does) to the name
+ * the data belongs at: a dangling link names the file it would create.
+ * Returns a malloc'ed path, or NULL with errno set. */
+static char *lm_file_target(const char *path) {
+  char *cur = strdup(path);
+  for (int hop = 0; cur && hop < 40; hop++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      return cur; /* absent (created by the rename) or not a link */
+    size_t cap = (size_t)st.st_size + 1 > 64 ? (size_t)st.st_size + 1 : 64;
+    char *link = malloc(cap + 1);
+    ssize_t n = link ? readlink(cur, link, cap) : -1;
+    if (n < 0 || (size_t)n > cap) {
+      free(link);
+      free(cur);
+      errno = n < 0 ? errno : ENAMETOOLONG;
+      return NULL;
+    }
+    link[n] = 0;
+    if (link[0] == '/') {
+      free(cur);
+      cur = link;
+      continue;
+    }
+    /* a relative target is relative to the link's folder */
+    const char *slash = strrchr(cur, '/');
+    size_t dl = slash ? (size_t)(slash - cur) + 1 : 0;
+    char *next = malloc(dl + (size_t)n + 1);
+    if (next) {
+      memcpy(next, cur, dl);
+      memcpy(next + dl, link, (size_t)n + 1);
+    }
+    free(link);
+    free(cur);
+    cur = next;
+  }
+  if (cur) {
+    free(cur);
+    errno = ELOOP;
+  }
+  return NULL;
+}
+
+static int lm_file_write_all(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      if (w == 0)
+        errno = EIO;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* A device node, FIFO or socket is written through, never replaced: its
+ * reader (a terminal, a pipe, /dev/null) gets the data; a write error such
+ * as ENOSPC from /dev/full is the caller's error.  A regular file reached
+ * through another process's descriptor (/dev/stdout redirected to a file)
+ * is appended to, as printing would. */
+static lm_status lm_file_write_through(const char *path, const void *data, size_t n,
+                                       int append, lm_error *err) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | (append ? O_APPEND : 0));
+  if (fd < 0)
+    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
+  int bad = lm_file_write_all(fd, data, n), e = errno;
+  if (close(fd) != 0 && !bad)
+    bad = 1, e = errno;
+  if (bad)
+    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(e));
+  return LM_OK;
+}
+
+/* Paths the kernel resolves to another process's open file (/dev/stdout,
+ * /dev/fd/N, /proc/.../fd/N): their links do not name files. */
+static int lm_file_is_fd_link(const char *path) {
+  return strncmp(path, "/dev/std", 8) == 0 || strncmp(path, "/dev/fd/", 8) == 0 ||
+         strncmp(path, "/proc/", 6) == 0;
+}
+
 lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
                                lm_error *err) {
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 32);
-  if (!tmp)
+  if (!path[0])
+    return lm_error_set(err, LM_EINPUT, "an output path is empty");
+  struct stat st;
+  int exists = stat(path, &st) == 0;
+  if (!exists && errno != ENOENT)
+    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
+  if (exists && S_ISDIR(st.st_mode))
+    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(EISDIR));
+  if (exists && (!S_ISREG(st.st_mode) || lm_file_is_fd_link(path)))
+    return lm_file_write_through(path, data, n, S_ISREG(st.st_mode), err);
+  /* a regular file, maybe behind symlinks, or a name to create (maybe at
+   * the end of a dangling link) */
+  char *target = exists ? realpath(path, NULL) : lm_file_target(path);
+  if (!target)
+    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
+  /* The temp file is a short name in the target's folder, so it fits
+   * whenever the target's own name does. */
+  static _Atomic unsigned long seq;
+  const char *slash = strrchr(target, '/');
+  size_t dl = slash ? (size_t)(slash - target) + 1 : 0;
+  char *tmp = malloc(dl + 64);
+  if (!tmp) {
+    free(target);
     return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
-  snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
+  }
+  memcpy(tmp, target, dl);
+  snprintf(tmp + dl, 64, ".lm-%ld-%lu.tmp", (long)getpid(), atomic_fetch_add(&seq, 1));
   int slot = lm_file_register(tmp);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* a replaced file keeps its permission bits */
+  mode_t mode = exists ? (st.st_mode & 07777) : 0644;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
     lm_status s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path,
                                strerror(errno));
     lm_file_unregister(slot);
     free(tmp);
+    free(target);
     return s;
   }
-  const char *p = data;
-  size_t left = n;
-  while (left > 0) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      goto error;
-    p += w;
-    left -= (size_t)w;
-  }
+  if (exists)
+    (void)fchmod(fd, mode); /* open applies the umask */
+  if (lm_file_write_all(fd, data, n) != 0)
+    goto error;
   if (fsync(fd) != 0 || close(fd) != 0) {
     fd = -1;
     goto error;
   }
-  if (rename(tmp, path) != 0) {
-    fd = -1;
+  fd = -1;
+  if (rename(tmp, target) != 0)
     goto error;
-  }
   lm_file_unregister(slot);
   free(tmp);
+  free(target);
   return LM_OK;
 error:;
   int e = errno ? errno : EIO;
@@ -141,7 +245,40 @@ error:;
   unlink(tmp);
   lm_file_unregister(slot);
   free(tmp);
+  free(target);
   return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(e));
+}
+
+lm_status lm_file_lock(const char *path, int *out, lm_error *err) {
+  *out = -1;
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+  if (!dir)
+    return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    lm_status s = lm_error_set(err, LM_ESYS, "%s: cannot lock its folder %s: %s", path, dir,
+                               strerror(errno));
+    free(dir);
+    return s;
+  }
+  free(dir);
+  int r;
+  do
+    r = flock(fd, LOCK_EX);
+  while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    int e = errno;
+    close(fd);
+    return lm_error_set(err, LM_ESYS, "%s: cannot lock its folder: %s", path, strerror(e));
+  }
+  *out = fd;
+  return LM_OK;
+}
+
+void lm_file_unlock(int lock) {
+  if (lock >= 0)
+    close(lock); /* closing the last descriptor releases the flock */
 }
 
 lm_status lm_file_read(const char *path, char **out, size_t *n, lm_error *err) {

@@ -347,7 +347,7 @@ static void kill_mid_write(int sig) {
     _exit(0);
   }
   close(go[0]);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)pid);
+  snprintf(tmp, sizeof tmp, "%s/.lm-%ld-0.tmp", dir, (long)pid);
   cr_assert_eq(mkfifo(tmp, 0600), 0, "mkfifo: %s", strerror(errno));
   cr_assert_eq(write(go[1], "g", 1), 1);
   /* opening the FIFO waits for the writer; the first bytes mean it is

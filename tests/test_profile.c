@@ -338,7 +338,7 @@ static int count_temp_files(const char *dir) {
   cr_assert_not_null(d);
   int n = 0;
   for (struct dirent *e; (e = readdir(d));)
-    n += strstr(e->d_name, ".tmp.") != NULL;
+    n += strncmp(e->d_name, ".lm-", 4) == 0;
   closedir(d);
   return n;
 }

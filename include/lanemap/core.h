@@ -70,12 +70,22 @@ char *lm_arena_strdup(lm_keep lm_arena *a, const char *s);
 
 /* Files are written atomically: data goes to a temp file beside path, is
  * fsynced, then renamed over path. On failure path is untouched.  A
+ * symlink is followed, and its target written atomically.  A device node,
+ * FIFO or socket is written through, never replaced (`-o /dev/stdout`
+ * prints; `/dev/full` fails with ENOSPC, LM_ESYS).  A folder is LM_EINPUT.  A
  * SIGINT, SIGTERM or SIGHUP during the write removes the temp file before
  * the process dies (handlers are installed only over default actions), and
  * SIGXFSZ during the write (a file-size limit, a full quota) becomes an
  * LM_ESYS error instead of killing the process. */
 lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
                                lm_error *err);
+/* A read-modify-write of path (read it, add to it, write it atomically)
+ * holds this lock from the read to the write, so that two processes
+ * updating one file do not lose each other's data: an exclusive flock on
+ * path's folder (nothing is left behind).  Blocks until it is free; not
+ * re-entrant within a process.  lm_file_unlock(*lock) releases it. */
+lm_status lm_file_lock(const char *path, int *lock, lm_error *err);
+void lm_file_unlock(int lock);
 /* Read a whole file; *out is malloc'ed and NUL-terminated. */
 lm_status lm_file_read(const char *path, lm_give char **out, size_t *n,
                        lm_error *err);
