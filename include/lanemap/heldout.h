@@ -398,6 +398,7 @@ typedef struct lm_evaluate_target {
   int dispatched;   /* cases whose plan pick ran through the dispatch now */
   double dispatch_ratio; /* median of their dispatch_ratio; NAN if none */
   double calibrate_s, solve_s, compile_s, measure_s; /* wall times */
+  double plan_compile_s; /* of compile_s, compiling the plan's dispatch */
   int has_cross;    /* another target's profile planned these cases */
   lm_isa cross_isa;
   lm_regret_stats stats[LM_POLICY__COUNT]; /* n 0: the policy never chose */
