@@ -270,13 +270,17 @@ static lm_status predict(const Eval *e, Target *t, lm_error *err) {
   return LM_OK;
 }
 
-/* Every policy chooses; the workload and plans go beside the records. */
+/* Every policy chooses: the model-based ones by solving the cases'
+ * workload into their plans. */
 static lm_status solve(Target *t, lm_error *err) {
   lm_status st = lm_eval_choose(&t->o, &t->run, t->dir, &t->plans, err);
-  if (st == LM_OK)
-    st = lm_eval_plans_save(&t->plans, t->dir, err);
   t->r->solve_s = t->plans.solve_s;
   return st;
+}
+
+/* The workload and the plans go beside the records. */
+static lm_status write_plans(Target *t, lm_error *err) {
+  return lm_eval_plans_save(&t->plans, t->dir, err);
 }
 
 static int same_str(const char *a, const char *b) {
@@ -510,6 +514,7 @@ static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
   if (st == LM_OK) st = load_kernels(e, &t, err);          /* variants       */
   if (st == LM_OK) st = predict(e, &t, err);               /* predict        */
   if (st == LM_OK) st = solve(&t, err);                    /* workload, plan */
+  if (st == LM_OK) st = write_plans(&t, err);              /* their files    */
   if (st == LM_OK) st = resume(e, &t, err);                /* records        */
   if (st == LM_OK) st = compile_plan(e, &t, err);          /* dispatch       */
   if (st == LM_OK) st = measure(e, &t, err);               /* oracle, picks  */
