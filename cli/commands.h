@@ -46,13 +46,6 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
 #define CLI_SEED_MAX ((UINT64_C(1) << 53) - 1)
 #define CLI_SEED_DEFAULT 1
 
-/* ---- profiles (cli/predict.c) -------------------------------------------
- * The profile file given, else the uncalibrated defaults (use_default),
- * else this machine's cached profile for isa (quick, then full). */
-typedef struct lm_profile lm_profile;
-lm_status cli_profile_for(const char *path, int use_default, lm_isa isa,
-                          lm_profile **out, lm_error *err);
-
 /* ---- oracle records (cli/oracle.c) ---------------------------------------
  * Generate the inputs of one (kernel, shape, seed), run the FP64 oracle and
  * build one "lanemap.oracle/1" record; case_id may be NULL. */

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -19,28 +18,19 @@ static const char usage[] =
     "  --explain          per-term breakdown of each prediction\n"
     "exit codes: 0 ok, 2 bad input (no profile, bad kernel, shape or variant)\n";
 
-/* The profile for an ISA: the file given, else the cache (quick, then full). */
-lm_status cli_profile_for(const char *path, int use_default, lm_isa isa,
-                          lm_profile **out, lm_error *err) {
-  *out = NULL;
-  if (use_default)
-    return lm_profile_default(isa, out, err);
-  char buf[1024];
-  if (!path) {
-    for (int m = LM_PROFILE_QUICK; m <= LM_PROFILE_FULL && !path; m++)
-      if (lm_profile_cache_path(lm_isa_name(isa), m, buf, sizeof buf, err) == LM_OK &&
-          access(buf, R_OK) == 0)
-        path = buf;
-    if (!path)
-      return lm_error_set(err, LM_EINPUT,
-                          "no cached profile for %s: run `lanemap calibrate --isa %s`, "
-                          "or pass --profile P or --default-profile",
-                          lm_isa_name(isa), lm_isa_name(isa));
-  }
-  lm_profile_load_info info;
-  lm_status s = lm_profile_load(path, out, &info, err);
-  if (s == LM_OK && info.fingerprint_diffs > 0)
-    fprintf(stderr, "lanemap: warning: %s\n", info.warning);
+/* The profile given, else the defaults (--default-profile), else the
+ * cached one for the ISA (quick, then full); its fingerprint warning. */
+static lm_status profile_for(const char *path, int use_default, lm_isa isa,
+                             lm_profile **out, lm_error *err) {
+  lm_profile_lookup_opts lo;
+  lm_profile_lookup_defaults(&lo);
+  lo.path = path;
+  lo.use_defaults = use_default;
+  lo.isa = isa;
+  lm_profile_found found;
+  lm_status s = lm_profile_lookup(&lo, out, &found, err);
+  if (s == LM_OK && found.info.fingerprint_diffs > 0)
+    fprintf(stderr, "lanemap: warning: %s\n", found.info.warning);
   return s;
 }
 
@@ -131,7 +121,7 @@ int cmd_predict(int argc, char **argv) {
   if (s == LM_OK)
     s = cli_variants(k, list, all, all ? isa_s : NULL, &vs, &nv, &err);
   if (s == LM_OK)
-    s = cli_profile_for(prof, dflt, isa, &p, &err);
+    s = profile_for(prof, dflt, isa, &p, &err);
   if (s != LM_OK)
     goto done;
   rk = calloc((size_t)nv, sizeof *rk);

@@ -47,6 +47,16 @@ static lm_status parse_pos(const char *what, const char *text, double *out,
   return LM_OK;
 }
 
+/* The profile lookup o asks for, printing its fingerprint warning. */
+static lm_status lookup_profile(const lm_profile_lookup_opts *o, lm_profile **out,
+                                lm_error *err) {
+  lm_profile_found found;
+  lm_status s = lm_profile_lookup(o, out, &found, err);
+  if (s == LM_OK && found.info.fingerprint_diffs > 0)
+    fprintf(stderr, "lanemap: warning: %s\n", found.info.warning);
+  return s;
+}
+
 int cmd_solve(int argc, char **argv) {
   const char *file = NULL, *outp = NULL, *prof = NULL;
   const char *profpath[LM_ISA__COUNT]; /* --profile, once per ISA target */
@@ -133,7 +143,10 @@ int cmd_solve(int argc, char **argv) {
   int lone = nprof == 1 && w->nisa == 1;
   for (int f = 0; f < nprof && s == LM_OK; f++) {
     lm_profile *p = NULL;
-    if ((s = cli_profile_for(profpath[f], 0, LM_ISA_HOST, &p, &err)) != LM_OK)
+    lm_profile_lookup_opts lo;
+    lm_profile_lookup_defaults(&lo);
+    lo.path = profpath[f];
+    if ((s = lookup_profile(&lo, &p, &err)) != LM_OK)
       break;
     const char *pisa = lm_profile_get_isa(p);
     lm_isa pi;
@@ -158,7 +171,11 @@ int cmd_solve(int argc, char **argv) {
     owned[slot] = p;
   }
   for (int i = 0; i < w->nisa && s == LM_OK; i++) {
-    if (!owned[i] && (s = cli_profile_for(NULL, dflt, w->isa[i], &owned[i], &err)) != LM_OK)
+    lm_profile_lookup_opts lo;
+    lm_profile_lookup_defaults(&lo);
+    lo.use_defaults = dflt;
+    lo.isa = w->isa[i];
+    if (!owned[i] && (s = lookup_profile(&lo, &owned[i], &err)) != LM_OK)
       break;
     profs[i] = owned[i];
     const lm_profile *p = profs[i];

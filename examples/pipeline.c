@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <lanemap/lanemap.h>
 
@@ -48,29 +47,19 @@ static int by_ns(const void *a, const void *b) {
 /* The profile the model predicts with: given, cached, or calibrated now. */
 static lm_status get_profile(const pipeline_opts *o, lm_isa isa,
                              lm_profile **out, lm_error *err) {
-  if (o->default_profile)
-    return lm_profile_default(isa, out, err);
-  char path[1024];
-  if (o->profile)
-    snprintf(path, sizeof path, "%s", o->profile);
-  else if (lm_profile_cache_path(lm_isa_name(isa), LM_PROFILE_QUICK, path,
-                                 sizeof path, err) != LM_OK)
-    return err->status;
-  if (o->profile || access(path, R_OK) == 0) {
-    lm_profile_load_info info;
-    lm_status st = lm_profile_load(path, out, &info, err);
-    if (st == LM_OK && info.warning[0])
-      fprintf(stderr, "pipeline: warning: %s\n", info.warning);
-    return st;
-  }
-  fprintf(stderr, "pipeline: no cached profile, quick calibration...\n");
-  lm_calib_opts co;
-  lm_calib_defaults(&co);
-  co.isa = isa;
-  co.quick = 1;
-  lm_status st = lm_calibrate(&co, out, err);
-  if (st == LM_OK)
-    st = lm_profile_save(*out, path, err);
+  lm_profile_lookup_opts lo;
+  lm_profile_lookup_defaults(&lo);
+  lo.path = o->profile;
+  lo.use_defaults = o->default_profile;
+  lo.isa = isa;
+  lo.mode = LM_PROFILE_QUICK;
+  lo.missing = LM_PROFILE_MISSING_CALIBRATE;
+  lm_profile_found found;
+  lm_status st = lm_profile_lookup(&lo, out, &found, err);
+  if (st == LM_OK && found.info.warning[0])
+    fprintf(stderr, "pipeline: warning: %s\n", found.info.warning);
+  if (st == LM_OK && found.source == LM_PROFILE_SOURCE_CALIBRATED)
+    fprintf(stderr, "pipeline: no cached profile, quick calibration...\n");
   return st;
 }
 

@@ -5,9 +5,9 @@
  *
  * The policies see only what they are entitled to.  The model-based ones
  * (plan, cross-ISA, default profile) see their predictions and go through
- * the solver exactly as a workload would, one solver kernel per kernel and
- * one bucket per case, with no budget, so their plan is the solver's and not
- * a private argmin.  The fixed ones read variant fields only:
+ * the solver as a workload of the cases' shapes, with no cap and no budget
+ * (heldout/plans.c), so their pick is the plan's and not a private
+ * argmin.  The fixed ones read variant fields only:
  * always-program takes the reference report's program mapping, always-packet
  * the packet-local one, and the Inductor-like heuristic vectorises along the
  * row, re-reads instead of snapshotting, and splits rows over the workers
@@ -25,6 +25,7 @@
 
 #include "lanemap/backend.h"
 #include "lanemap/costmodel.h"
+#include "lanemap/dispatch.h"
 #include "lanemap/heldout.h"
 #include "lanemap/ir.h"
 #include "lanemap/oracle.h"
@@ -47,9 +48,9 @@ void lm_eval_defaults(lm_eval_opts *o) {
   o->workers[0] = 1;
   o->workers[1] = 2;
   lm_timing_defaults(&o->timing);
-  o->timing.samples = 5;
-  o->timing.sample_ms = 2;
-  o->timing.warmup_ms = 20;
+  o->timing.samples = LM_EVALUATE_QUICK_SAMPLES;
+  o->timing.sample_ms = LM_EVALUATE_QUICK_SAMPLE_MS;
+  o->timing.warmup_ms = LM_EVALUATE_QUICK_WARMUP_MS;
   o->seed = 1;
   /* ATen's at::internal::GRAIN_SIZE: the elements below which PyTorch's
    * CPU kernels stay on one thread. */
@@ -349,13 +350,61 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   }
   out->best = -1;
   out->t_best = out->tau = NAN;
+  out->t_dispatch = out->dispatch_ratio = NAN;
   return LM_OK;
 }
 
 /* ---- the oracle measurement ------------------------------------------------ */
 
+/* One timed entry: a compiled variant launched directly, or (c NULL) the
+ * plan's pick launched by shape through the dispatch. */
+typedef struct Launch {
+  const lm_compiled *c;
+  const lm_eval_launch *plan;
+  lm_pool *pool;
+  const uint64_t *args;
+  int64_t R, C;
+} Launch;
+
+static void run_launch(void *ctx, int64_t reps) {
+  const Launch *l = ctx;
+  for (int64_t i = 0; i < reps; i++)
+    if (l->c)
+      lm_compiled_launch(l->c, l->pool, l->args, l->R, NULL);
+    else
+      lm_dispatch_launch(l->plan->dispatch, l->plan->kernel, l->R, l->C,
+                         l->args, NULL, NULL);
+}
+
+/* Check that the dispatch runs the plan's pick of c at c's shape, and
+ * verify what it runs; *ok 0 if that fails the oracle check. */
+static lm_status check_dispatch(const lm_eval_opts *o,
+                                const lm_eval_launch *plan,
+                                const lm_eval_case *c, lm_data *d,
+                                const lm_oracle *orc, int *ok, lm_error *err) {
+  lm_dispatch_info info;
+  lm_status st = lm_dispatch_lookup(plan->dispatch, plan->kernel, c->R, c->C,
+                                    &info, err);
+  if (st != LM_OK)
+    return st;
+  int pick = c->choice[LM_POLICY_PLAN];
+  if (pick < 0 || strcmp(info.variant_name, c->v[pick].variant) != 0)
+    return lm_error_set(err, LM_EFAIL,
+                        "%s: the plan's dispatch runs %s, the plan chose %s",
+                        c->id, info.variant_name,
+                        pick < 0 ? "nothing" : c->v[pick].variant);
+  lm_verify_result vr;
+  lm_error verr = {0};
+  *ok = lm_verify(lm_dispatch_kernel(plan->dispatch, plan->kernel),
+                  lm_dispatch_compiled(plan->dispatch, plan->kernel,
+                                       info.variant),
+                  d, orc, o->pool, &vr, &verr) == LM_OK;
+  return LM_OK;
+}
+
 lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
-                               lm_eval_case *c, int *failures, lm_error *err) {
+                               const lm_eval_launch *plan, lm_eval_case *c,
+                               int *failures, lm_error *err) {
   if (!ek->c)
     return lm_error_set(err, LM_EINPUT, "%s: variants not compiled", c->id);
   if (c->nvariants != ek->nv)
@@ -368,32 +417,50 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
     return st;
   lm_data *d = NULL;
   lm_oracle *orc = NULL;
-  lm_compiled **ok = calloc((size_t)ek->nv, sizeof *ok);
+  uint64_t *args = NULL;
+  Launch *ls = calloc((size_t)ek->nv + 1, sizeof *ls);
+  lm_timed *items = calloc((size_t)ek->nv + 1, sizeof *items);
   int *idx = calloc((size_t)ek->nv, sizeof *idx);
   lm_timing_result tr = {0};
-  int nok = 0, bad = 0;
-  if (!ok || !idx) {
+  int nok = 0, bad = 0, dispatched = 0;
+  if (!ls || !items || !idx) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
   if ((st = lm_data_gen(ek->k, &sh, o->seed, &d, err)) != LM_OK ||
       (st = lm_oracle_run(ek->k, d, &orc, err)) != LM_OK)
     goto done;
+  if (!(args = lm_args_pack(ek->k, d))) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
   for (int i = 0; i < ek->nv; i++) {
     lm_verify_result vr;
     lm_error verr = {0};
     c->v[i].verified = lm_verify(ek->k, ek->c[i], d, orc, o->pool, &vr,
                                  &verr) == LM_OK;
     if (c->v[i].verified) {
-      ok[nok] = ek->c[i];
+      ls[nok] = (Launch){ek->c[i], NULL, o->pool, args, c->R, c->C};
+      items[nok] = (lm_timed){c->v[i].variant, run_launch, &ls[nok]};
       idx[nok++] = i;
     } else {
       bad++;
     }
   }
+  if (plan && plan->dispatch) {
+    int ok = 0;
+    if ((st = check_dispatch(o, plan, c, d, orc, &ok, err)) != LM_OK)
+      goto done;
+    bad += !ok;
+    dispatched = ok && nok > 0;
+    if (dispatched) {
+      ls[nok] = (Launch){NULL, plan, o->pool, args, c->R, c->C};
+      items[nok] = (lm_timed){"dispatch", run_launch, &ls[nok]};
+    }
+  }
   if (nok > 0) {
-    if ((st = lm_time_variants(ek->k, ok, nok, d, o->pool, &o->timing, &tr,
-                               err)) != LM_OK)
+    int n = nok + dispatched;
+    if ((st = lm_time_compare(&o->timing, n, items, &tr, err)) != LM_OK)
       goto done;
     for (int j = 0; j < nok; j++) {
       const lm_timing_stats *s = &tr.stats[j];
@@ -406,12 +473,22 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
       if (ev->times)
         memcpy(ev->times, s->samples, sizeof *ev->times * (size_t)tr.nsamples);
     }
+    int pick = -1; /* the pick's entry, if it was verified */
+    for (int j = 0; j < nok; j++)
+      if (idx[j] == c->choice[LM_POLICY_PLAN])
+        pick = j;
+    if (dispatched) {
+      c->t_dispatch = tr.stats[nok].p50;
+      c->dispatch_ratio = pick >= 0 ? tr.ratio[nok * n + pick] : NAN;
+    }
   }
   if (failures)
     *failures = bad;
 done:
   lm_timing_result_free(&tr);
-  free(ok);
+  free(args);
+  free(ls);
+  free(items);
   free(idx);
   lm_oracle_free(orc);
   lm_data_free(d);
@@ -493,131 +570,10 @@ static lm_status choose_fixed(const lm_eval_opts *o, lm_eval_case *c,
   return LM_OK;
 }
 
-static double pred_of(const lm_eval_variant *v, lm_policy p) {
-  switch (p) {
-  case LM_POLICY_CROSS:
-    return v->pred_cross;
-  case LM_POLICY_DEFAULT:
-    return v->pred_default;
-  case LM_POLICY_ROOFLINE:
-    return v->pred_roofline;
-  default:
-    return v->predicted;
-  }
-}
-
-/* The solver over all cases of run with policy p's predictions: one solver
- * kernel per kernel hash, one bucket per case, weight 1, no budget. */
-static lm_status choose_solved(lm_eval_run *run, lm_policy p, double *solve_s,
-                               lm_error *err) {
-  int n = run->ncases;
-  int *group = malloc(sizeof *group * (size_t)(n ? n : 1));
-  int *first = malloc(sizeof *first * (size_t)(n ? n : 1));
-  lm_solve_kernel *ks = calloc((size_t)(n ? n : 1), sizeof *ks);
-  double **costs = calloc((size_t)(n ? n : 1), sizeof *costs);
-  double **weights = calloc((size_t)(n ? n : 1), sizeof *weights);
-  int **members = calloc((size_t)(n ? n : 1), sizeof *members);
-  lm_solve_result r = {0};
-  int ng = 0;
-  lm_status st = LM_OK;
-  if (!group || !first || !ks || !costs || !weights || !members) {
-    st = lm_error_set(err, LM_ESYS, "out of memory");
-    goto done;
-  }
-  for (int i = 0; i < n; i++) {
-    int g = 0;
-    while (g < ng && strcmp(run->cases[first[g]].kernel_hash,
-                            run->cases[i].kernel_hash) != 0)
-      g++;
-    if (g == ng)
-      first[ng++] = i;
-    group[i] = g;
-  }
-  for (int g = 0; g < ng; g++) {
-    const lm_eval_case *c0 = &run->cases[first[g]];
-    int nb = 0;
-    for (int i = 0; i < n; i++)
-      nb += group[i] == g;
-    int nv = c0->nvariants;
-    costs[g] = malloc(sizeof **costs * (size_t)nb * (size_t)nv);
-    weights[g] = malloc(sizeof **weights * (size_t)nb);
-    members[g] = malloc(sizeof **members * (size_t)nb);
-    if (!costs[g] || !weights[g] || !members[g]) {
-      st = lm_error_set(err, LM_ESYS, "out of memory");
-      goto done;
-    }
-    int s = 0;
-    for (int i = 0; i < n; i++) {
-      if (group[i] != g)
-        continue;
-      const lm_eval_case *c = &run->cases[i];
-      if (c->nvariants != nv) {
-        st = lm_error_set(err, LM_EINPUT,
-                          "%s and %s: one kernel, different variant lists",
-                          c0->id, c->id);
-        goto done;
-      }
-      for (int v = 0; v < nv; v++) {
-        if (strcmp(c->v[v].variant, c0->v[v].variant) != 0) {
-          st = lm_error_set(err, LM_EINPUT,
-                            "%s and %s: one kernel, different variant lists",
-                            c0->id, c->id);
-          goto done;
-        }
-        double t = pred_of(&c->v[v], p);
-        costs[g][(size_t)s * nv + v] = isfinite(t) && t >= 0 ? t : INFINITY;
-      }
-      weights[g][s] = 1;
-      members[g][s++] = i;
-    }
-    ks[g].nbuckets = nb;
-    ks[g].nvariants = nv;
-    ks[g].weight = weights[g];
-    ks[g].cost = costs[g];
-  }
-  lm_solve_problem prob = {.nkernels = ng, .kernel = ks, .nscenarios = 1,
-                           .budget = -1};
-  lm_solve_opts so;
-  lm_solve_defaults(&so);
-  if ((st = lm_solve(&prob, &so, &r, err)) != LM_OK)
-    goto done;
-  if (solve_s)
-    *solve_s += r.time_s;
-  for (int g = 0; g < ng; g++)
-    for (int s = 0; s < ks[g].nbuckets; s++)
-      run->cases[members[g][s]].choice[p] = r.choice[r.bucket_start[g] + s];
-done:
-  lm_solve_result_free(&r);
-  for (int g = 0; g < ng; g++) {
-    free(costs ? costs[g] : NULL);
-    free(weights ? weights[g] : NULL);
-    free(members ? members[g] : NULL);
-  }
-  free(costs);
-  free(weights);
-  free(members);
-  free(ks);
-  free(group);
-  free(first);
-  return st;
-}
-
 lm_status lm_eval_choose(const lm_eval_opts *o, lm_eval_run *run,
-                         double *solve_s, lm_error *err) {
-  if (solve_s)
-    *solve_s = 0;
-  if (run->ncases == 0)
-    return LM_OK;
-  lm_status st = LM_OK;
-  static const lm_policy solved[] = {LM_POLICY_PLAN, LM_POLICY_DEFAULT};
-  for (size_t i = 0; i < sizeof solved / sizeof *solved && st == LM_OK; i++)
-    st = choose_solved(run, solved[i], solve_s, err);
-  int have_cross = 1;
-  for (int i = 0; i < run->ncases; i++)
-    for (int v = 0; v < run->cases[i].nvariants; v++)
-      have_cross &= isfinite(run->cases[i].v[v].pred_cross);
-  if (st == LM_OK && have_cross)
-    st = choose_solved(run, LM_POLICY_CROSS, solve_s, err);
+                         const char *dir, lm_eval_plans *plans,
+                         lm_error *err) {
+  lm_status st = lm_eval_plans_make(o, run, dir, plans, err);
   for (int i = 0; i < run->ncases && st == LM_OK; i++) {
     lm_eval_case *c = &run->cases[i];
     int r = -1;

@@ -7,8 +7,15 @@
 
 #include <cjson/cJSON.h>
 
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+
 #include "lanemap/calibrate.h"
+#include "lanemap/heldout.h"
+#include "lanemap/plan.h"
 #include "lanemap/profile.h"
+#include "lanemap/workload.h"
 
 #define CASES LANEMAP_SOURCE_DIR "/tests/fixtures/eval/cases.json"
 
@@ -225,4 +232,187 @@ Test(evaluate, an_unwritable_output_folder_exits_3) {
   cr_expect_eq(r.code, 3, "%s", r.err);
   cr_expect(strstr(r.err, "cannot create") != NULL, "%s", r.err);
   run_free(&r);
+}
+
+/* ---- the C API: lm_evaluate ------------------------------------------------ */
+
+/* What the callbacks saw. */
+typedef struct Seen {
+  int notes, warnings, resumed;
+  int measure_steps, measure_end, calibrate_steps;
+  int last_done, last_total;
+} Seen;
+
+static void seen_progress(void *ctx, lm_evaluate_stage stage, const char *isa,
+                          int done, int total, const char *what) {
+  Seen *s = ctx;
+  cr_expect_str_eq(isa, "host");
+  cr_expect(done >= 0 && done <= total, "%d of %d", done, total);
+  if (stage == LM_EVALUATE_CALIBRATE)
+    s->calibrate_steps++;
+  else if (!what)
+    s->measure_end++;
+  else
+    s->measure_steps++;
+  s->last_done = done;
+  s->last_total = total;
+}
+
+static void seen_note(void *ctx, int warning, const char *line) {
+  Seen *s = ctx;
+  s->notes++;
+  s->warnings += warning;
+  s->resumed += strncmp(line, "resume", 6) == 0;
+}
+
+/* A short protocol, for the tests only. */
+static const lm_timing_opts *short_timing(void) {
+  static lm_timing_opts t;
+  lm_timing_defaults(&t);
+  t.samples = 3;
+  t.sample_ms = 0.5;
+  t.warmup_ms = 2;
+  return &t;
+}
+
+static lm_evaluate_options api_options(const char *out, Seen *seen) {
+  lm_evaluate_options o;
+  lm_evaluate_options_defaults(&o);
+  o.cases = CASES;
+  o.out = out;
+  o.isa[0] = LM_ISA_HOST;
+  o.nisa = 1;
+  o.cross = 0;
+  o.profile = default_profile();
+  o.quick = 1;
+  o.timing = short_timing();
+  o.progress = seen_progress;
+  o.note = seen_note;
+  o.ctx = seen;
+  return o;
+}
+
+Test(evaluate, lm_evaluate_solves_writes_and_dispatches_the_plan_of_the_cases) {
+  char out[600], path[700];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(res.ntargets, 1);
+  const lm_evaluate_target *t = &res.target[0];
+  cr_expect_eq(t->isa, LM_ISA_HOST);
+  cr_expect_eq(t->ncases, 3);
+  cr_expect_eq(t->measured, 3);
+  cr_expect_eq(res.failures, 0);
+  cr_expect_eq(t->stats[LM_POLICY_PLAN].n, 3);
+  cr_expect_eq(t->stats[LM_POLICY_CROSS].n, 0, "no cross target asked for");
+  /* every plan pick ran through the dispatch, beside the variants */
+  cr_expect_eq(t->dispatched, 3);
+  cr_expect(isfinite(t->dispatch_ratio) && t->dispatch_ratio > 0, "%g",
+            t->dispatch_ratio);
+  /* progress: one step per case and a compile per kernel, then the end */
+  cr_expect_geq(seen.measure_steps, 3);
+  cr_expect_eq(seen.measure_end, 1);
+  cr_expect_eq(seen.last_done, seen.last_total);
+  cr_expect_eq(seen.calibrate_steps, 0, "the profile was given");
+  cr_expect_eq(seen.warnings, 0);
+
+  /* the workload: two kernels, one bucket per case */
+  lm_workload *w = NULL;
+  snprintf(path, sizeof path, "%s/host/workload.json", out);
+  cr_assert_eq(lm_workload_load(path, &w, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(w->nkernels, 2);
+  cr_expect_eq(w->kernels[0].nbuckets + w->kernels[1].nbuckets, 3);
+  cr_expect_eq(w->compile_budget_ms < 0 && w->compile_budget_variants < 0 &&
+                   w->max_variants_per_kernel == 0,
+               1, "no cap, no budget");
+  /* the plan: each bucket runs a variant the profile predicts fastest for
+   * its case (the records give the predictions; a tie may go either way) */
+  lm_plan *plan = NULL;
+  snprintf(path, sizeof path, "%s/host/plan.json", out);
+  cr_assert_eq(lm_plan_load(path, &plan, NULL, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(plan->nkernels, 2);
+  lm_records rs = {0};
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  int buckets = 0;
+  for (int k = 0; k < plan->nkernels; k++)
+    for (int b = 0; b < plan->kernels[k].nbuckets; b++, buckets++) {
+      const lm_plan_kernel *pk = &plan->kernels[k];
+      const lm_plan_bucket *pb = &pk->buckets[b];
+      const char *picked = pk->variants[pb->variant];
+      double best_s = INFINITY, picked_s = NAN;
+      for (int i = 0; i < rs.n; i++) {
+        char abs[PATH_MAX];
+        if (!realpath(rs.r[i].kernel, abs) || strcmp(abs, pk->path) != 0 ||
+            rs.r[i].R != pb->R || rs.r[i].C != pb->C)
+          continue;
+        if (rs.r[i].predicted < best_s)
+          best_s = rs.r[i].predicted;
+        if (strcmp(rs.r[i].variant, picked) == 0)
+          picked_s = rs.r[i].predicted;
+      }
+      cr_assert(isfinite(best_s), "no records of %s %lldx%lld", pk->path,
+                (long long)pb->R, (long long)pb->C);
+      cr_expect_eq(picked_s, best_s, "%s %lldx%lld: %s predicted %g s, the "
+                   "fastest %g s", pk->name, (long long)pb->R,
+                   (long long)pb->C, picked, picked_s, best_s);
+    }
+  cr_expect_eq(buckets, 3);
+  lm_records_free(&rs);
+  lm_plan_free(plan);
+  lm_workload_free(w);
+  snprintf(path, sizeof path, "%s/host/plan-default-profile.json", out);
+  cr_expect(run_exists(path), "%s missing", path);
+  snprintf(path, sizeof path, "%s/report.md", out);
+  cr_expect(run_exists(path), "%s missing", path);
+}
+
+Test(evaluate, lm_evaluate_resumes_every_finished_case_and_dispatches_none) {
+  char out[600];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  memset(&seen, 0, sizeof seen);
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].ncases, 3);
+  cr_expect_eq(res.target[0].measured, 0);
+  cr_expect_eq(res.target[0].dispatched, 0, "nothing left to launch");
+  cr_expect_eq(res.target[0].stats[LM_POLICY_PLAN].n, 3, "scored from records");
+  cr_expect_eq(seen.resumed, 1);
+  o.fresh = 1;
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].measured, 3);
+  cr_expect_eq(res.target[0].dispatched, 3);
+}
+
+Test(evaluate, lm_evaluate_refuses_bad_options_with_einput) {
+  char out[600];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  struct {
+    lm_evaluate_options o;
+    const char *msg;
+  } bad[5];
+  for (int i = 0; i < 5; i++)
+    bad[i].o = api_options(out, &seen);
+  bad[0].o.cases = NULL, bad[0].msg = "case list";
+  bad[1].o.cases = "/nonexistent/cases.json";
+  bad[1].msg = "/nonexistent/cases.json";
+  bad[2].o.isa[1] = LM_ISA_HOST, bad[2].o.nisa = 2, bad[2].msg = "twice";
+  bad[3].o.shard_i = 2, bad[3].o.shard_n = 2, bad[3].msg = "shard";
+  bad[4].o.cross = 1, bad[4].o.cross_isa = LM_ISA_HOST;
+  bad[4].msg = "not another runnable target";
+  for (int i = 0; i < 5; i++) {
+    lm_evaluate_result res;
+    lm_error err = {0};
+    cr_expect_eq(lm_evaluate(&bad[i].o, &res, &err), LM_EINPUT, "case %d: %s",
+                 i, err.msg);
+    cr_expect(strstr(err.msg, bad[i].msg) != NULL, "case %d: %s", i, err.msg);
+  }
 }

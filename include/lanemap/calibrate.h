@@ -50,6 +50,53 @@ void lm_term_default(lm_term t, double *coef, double *lo, double *hi,
 lm_status lm_profile_default(lm_isa isa, lm_give lm_profile **out,
                              lm_error *err);
 
+/* ---- finding a profile ---------------------------------------------------
+ * The file given, else this machine's cached profile for the ISA target,
+ * else (when the cache has none) an error, the uncalibrated defaults, or a
+ * calibration that is then cached.  calibration/lookup.c. */
+
+typedef enum lm_profile_missing {
+  LM_PROFILE_MISSING_ERROR = 0,     /* LM_EINPUT naming how to get one */
+  LM_PROFILE_MISSING_DEFAULTS = 1,  /* the uncalibrated defaults */
+  LM_PROFILE_MISSING_CALIBRATE = 2, /* calibrate now and cache the result */
+} lm_profile_missing;
+
+typedef struct lm_profile_lookup_opts {
+  const char *path;  /* a profile file; NULL: the cache */
+  int use_defaults;  /* 1: the uncalibrated defaults, whatever else is set */
+  lm_isa isa;        /* the target the profile prices */
+  /* The cache entry looked for: LM_PROFILE_QUICK or LM_PROFILE_FULL, or
+   * LM_PROFILE_DEFAULT for either (quick first).  Calibrating, FULL runs the
+   * full suite and any other value the quick one. */
+  lm_profile_mode mode;
+  int require_isa;   /* 1: a file or cache entry of another ISA is LM_EINPUT */
+  lm_profile_missing missing; /* what an empty cache gives */
+  lm_calib_opts calib; /* progress and seed when calibrating (isa, quick set) */
+} lm_profile_lookup_opts;
+/* host, any mode, no ISA check, an empty cache is an error. */
+void lm_profile_lookup_defaults(lm_profile_lookup_opts *o);
+
+typedef enum lm_profile_source {
+  LM_PROFILE_SOURCE_FILE,       /* the file given */
+  LM_PROFILE_SOURCE_CACHE,      /* the cached profile */
+  LM_PROFILE_SOURCE_CALIBRATED, /* calibrated now, and cached */
+  LM_PROFILE_SOURCE_DEFAULTS,   /* the uncalibrated defaults */
+} lm_profile_source;
+/* "given", "cached", "calibrated", "defaults". */
+const char *lm_profile_source_name(lm_profile_source s);
+
+/* Where a profile came from. */
+typedef struct lm_profile_found {
+  lm_profile_source source;
+  char path[1024];           /* the file read or written; "" for defaults */
+  double calibrate_s;        /* calibration wall time, 0 if none ran */
+  lm_profile_load_info info; /* a fingerprint warning for the caller */
+} lm_profile_found;
+
+lm_status lm_profile_lookup(const lm_profile_lookup_opts *o,
+                            lm_give lm_profile **out, lm_profile_found *found,
+                            lm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -121,6 +121,12 @@ typedef struct lm_eval_case {
    * calibrated model ranks first, and the expectation for k random ones. */
   double t_top[LM_AUTOTUNE_BUDGETS];
   double t_rand[LM_AUTOTUNE_BUDGETS];
+  /* The plan's pick launched through the plan's dispatch
+   * (lm_dispatch_launch), timed in the same rounds as the variants: its p50
+   * in ns and the median over rounds of its time over the pick's own.  NAN
+   * when the case was not measured so (resumed from records). */
+  double t_dispatch;
+  double dispatch_ratio;
 } lm_eval_case;
 
 typedef struct lm_eval_run {
@@ -206,9 +212,11 @@ lm_status lm_eval_plots(lm_keep const lm_eval_run *run, const char *dir,
  * Stages, in the order `lanemap evaluate` runs them: per kernel, load it
  * and enumerate its legal variants (lm_eval_kernel_new); per case, predict
  * every variant with every model (lm_eval_case_predict); over the run, let
- * every policy choose (lm_eval_choose: the model-based ones through the
- * solver); compile the kernel's variants (lm_eval_kernel_compile); measure
- * the oracle (lm_eval_case_measure); score (lm_eval_case_score). */
+ * every policy choose (lm_eval_choose: the model-based ones through a
+ * workload of the cases and its plans); compile the kernel's variants
+ * (lm_eval_kernel_compile) and the plan (lm_dispatch_new); measure the
+ * oracle and the plan's picks (lm_eval_case_measure); score
+ * (lm_eval_case_score).  lm_evaluate, below, runs them all. */
 
 typedef struct lm_profile lm_profile;
 
@@ -226,8 +234,27 @@ typedef struct lm_eval_opts {
   int64_t inductor_parallel_elems;
 } lm_eval_opts;
 
-/* isa host, workers {1, 2}, timing defaults but 5 samples of 2 ms and
- * 20 ms warm-up, seed 1, inductor_parallel_elems 32768. */
+/* The timing protocol of an evaluation.  The reference protocol
+ * (lm_timing_defaults: 100 ms warm-up, 7 samples of 30 ms) is for a few
+ * entries compared side by side; an evaluation times every legal variant of
+ * every case: the 53 bundled cases hold 5,248 (case, variant) entries on
+ * x86-64-v4 (32 to 128 a case), 18 minutes of samples per target at 7 x
+ * 30 ms before warm-up and repetition calibration.  The full protocol keeps
+ * the reference's 7 samples, so a variant's p10, p50 and p90 stay order
+ * statistics of real samples, and shortens each to 10 ms, well above the
+ * clock's resolution and a launch's overhead (6 minutes of samples); the
+ * quick one (`--quick`, and lm_eval_defaults) takes 5 samples of 2 ms, under
+ * a minute, its figures spread by the load of the host
+ * (docs/evaluation.md, "Wall time"). */
+#define LM_EVALUATE_SAMPLES 7
+#define LM_EVALUATE_SAMPLE_MS 10.0
+#define LM_EVALUATE_WARMUP_MS 50.0
+#define LM_EVALUATE_QUICK_SAMPLES 5
+#define LM_EVALUATE_QUICK_SAMPLE_MS 2.0
+#define LM_EVALUATE_QUICK_WARMUP_MS 20.0
+
+/* isa host, workers {1, 2}, timing defaults but the quick protocol
+ * (LM_EVALUATE_QUICK_*), seed 1, inductor_parallel_elems 32768. */
 void lm_eval_defaults(lm_eval_opts *o);
 
 /* A kernel and its legal variants, with their code once compiled. */
@@ -250,21 +277,148 @@ lm_status lm_eval_case_predict(lm_keep const lm_eval_opts *o,
                                lm_keep const lm_case *c,
                                lm_keep const lm_eval_run *run,
                                lm_eval_case *out, lm_error *err);
+/* Where a case's plan pick is launched from: kernel `kernel` of a
+ * dispatch built from the plan policy's plan. */
+typedef struct lm_dispatch lm_dispatch;
+typedef struct lm_eval_launch {
+  const lm_dispatch *dispatch;
+  int kernel;
+} lm_eval_launch;
+
 /* Verify every variant against the FP64 oracle, then time the verified ones
  * interleaved.  A variant that fails keeps verified 0 and is never timed;
- * the mismatch is named in *failures (may be NULL), and the call still
- * succeeds.  Needs lm_eval_kernel_compile first. */
+ * the mismatch is counted in *failures (may be NULL), and the call still
+ * succeeds.  With plan (may be NULL), the plan's pick is also launched
+ * through plan->dispatch at the case's shape: it must run the variant
+ * c->choice[LM_POLICY_PLAN] names (else LM_EFAIL), it is verified (a
+ * failure counts), and timed in the same rounds (t_dispatch,
+ * dispatch_ratio).  Needs lm_eval_kernel_compile first. */
 lm_status lm_eval_case_measure(lm_keep const lm_eval_opts *o,
                                lm_keep const lm_eval_kernel *k,
+                               lm_keep const lm_eval_launch *plan,
                                lm_eval_case *c, int *failures, lm_error *err);
-/* Every policy's choice for every case of run; the plan, cross-ISA and
- * default-profile policies go through lm_solve (no budget) over all cases,
- * one solver kernel per kernel hash and one bucket per case.  *solve_s gets
- * the solver's time. */
+
+/* The cases of a run as a workload, and the model-based policies' plans of
+ * it: what `lanemap solve` would make of the cases. */
+typedef struct lm_workload lm_workload;
+typedef struct lm_plan lm_plan;
+typedef struct lm_eval_plans {
+  /* One kernel per (kernel file, extra symbols), one bucket per shape with
+   * weight the number of its cases, the run's ISA target and worker counts,
+   * no cap and no compile budget. */
+  lm_workload *workload;
+  int *kernel, *bucket; /* [ncases]: the case's workload kernel and bucket */
+  /* The plans of LM_POLICY_PLAN, CROSS (when every case has a cross
+   * prediction) and DEFAULT, each priced with that policy's predictions of
+   * the cases; NULL for the other policies. */
+  lm_plan *plan[LM_POLICY__COUNT];
+  double solve_s; /* the solver's time over the plans */
+} lm_eval_plans;
+
+/* The workload of run's cases and the model-based policies' plans of it,
+ * setting those policies' choices. */
+lm_status lm_eval_plans_make(lm_keep const lm_eval_opts *o, lm_eval_run *run,
+                             const char *dir, lm_eval_plans *out,
+                             lm_error *err);
+/* Every policy's choice for every case of run.  The plan, cross-ISA and
+ * default-profile policies solve the run's workload (out->workload) with
+ * their predictions; with one bucket per shape and no cap or budget the
+ * solver's answer is the per-bucket argmin, and each case takes its
+ * bucket's variant from the plan.  out->workload is named
+ * DIR/workload.json (dir NULL: built in code).  Free out with
+ * lm_eval_plans_free, also after an error. */
 lm_status lm_eval_choose(lm_keep const lm_eval_opts *o, lm_eval_run *run,
-                         double *solve_s, lm_error *err);
+                         const char *dir, lm_eval_plans *out, lm_error *err);
+/* Write DIR/workload.json and the plans, DIR/plan.json for the plan policy
+ * and DIR/plan-<policy>.json for the others, atomically. */
+lm_status lm_eval_plans_save(lm_keep const lm_eval_plans *p, const char *dir,
+                             lm_error *err);
+void lm_eval_plans_free(lm_eval_plans *p);
 /* Set run's term names from the cost model. */
 lm_status lm_eval_run_init(lm_eval_run *run, lm_isa isa, lm_error *err);
+
+/* ---- the whole evaluation ------------------------------------------------ *
+ * lm_evaluate is `lanemap evaluate`: for every ISA target, take the profile
+ * (given, cached, or calibrated and cached), predict every variant of every
+ * case, solve the cases' workload, write it and the plan beside the
+ * records, compile the plan, measure every variant and the plan's picks
+ * through its dispatch, score, and report.  Finished cases are appended to
+ * OUT/ISA/records.jsonl as they finish; a later run with the same cases,
+ * seed and protocol takes them from there (resume).  heldout/evaluate.c. */
+
+#define LM_EVALUATE_MAX_ISAS 4
+
+typedef enum lm_evaluate_stage {
+  LM_EVALUATE_CALIBRATE, /* calibrating a target's profile: suite steps */
+  LM_EVALUATE_MEASURE,   /* compiling and measuring a target's cases */
+} lm_evaluate_stage;
+
+typedef struct lm_evaluate_options {
+  const char *cases; /* the case list (lanemap.cases/1), required */
+  const char *out;   /* the output folder, created; required */
+  /* ISA targets measured, in order; each one's profile also plans the next
+   * one's cases (leave one ISA target out).  nisa 0: x86-64-v4 and
+   * x86-64-v3 where runnable, else x86-64-v3 and x86-64-v2, else host; with
+   * quick only the first. */
+  lm_isa isa[LM_EVALUATE_MAX_ISAS];
+  int nisa;
+  /* With one target, another whose profile also plans its cases: -1 the
+   * default (x86-64-v3 for v4; v4, else v2, for v3), 0 none, 1 cross_isa. */
+  int cross;
+  lm_isa cross_isa;
+  const char *profile; /* the one target's profile file; NULL: the cache,
+                          else calibrate and cache */
+  int quick;           /* quick calibration and the quick protocol */
+  int fresh;           /* ignore the records of an earlier run */
+  int shard_i, shard_n; /* only block shard_i of shard_n (lm_cases_shard) */
+  uint64_t seed;        /* input data seed */
+  /* Timing protocol; NULL: LM_EVALUATE_*, or LM_EVALUATE_QUICK_* with
+   * quick. */
+  const lm_timing_opts *timing;
+  /* Called as a stage starts (done 0), after each step (what names it) and
+   * as it ends (done == total, what NULL).  May be NULL. */
+  void (*progress)(void *ctx, lm_evaluate_stage stage, const char *isa,
+                   int done, int total, const char *what);
+  /* One line for the user, without a newline: which profile, what was
+   * resumed, what each target took; warning 1 for a fingerprint mismatch,
+   * a failed oracle check or missing plots.  May be NULL. */
+  void (*note)(void *ctx, int warning, const char *line);
+  void *ctx;
+} lm_evaluate_options;
+/* No cases or folder, the default targets and cross target, the cache,
+ * full protocol, no shard (0 of 1), seed 1, no callbacks. */
+void lm_evaluate_options_defaults(lm_evaluate_options *o);
+
+/* What one target's evaluation found. */
+typedef struct lm_evaluate_target {
+  lm_isa isa;
+  int ncases;       /* cases evaluated */
+  int measured;     /* of them measured by this call; the rest resumed */
+  int failures;     /* variants that failed the oracle check, all cases */
+  int dispatched;   /* cases whose plan pick ran through the dispatch now */
+  double dispatch_ratio; /* median of their dispatch_ratio; NAN if none */
+  double calibrate_s, solve_s, compile_s, measure_s; /* wall times */
+  double plan_compile_s; /* of compile_s, compiling the plan's dispatch */
+  int has_cross;    /* another target's profile planned these cases */
+  lm_isa cross_isa;
+  lm_regret_stats stats[LM_POLICY__COUNT]; /* n 0: the policy never chose */
+} lm_evaluate_target;
+
+typedef struct lm_evaluate_result {
+  int ntargets;
+  lm_evaluate_target target[LM_EVALUATE_MAX_ISAS];
+  int failures; /* over every target */
+  double total_s;
+} lm_evaluate_result;
+
+/* Run the evaluation o describes.  Writes OUT/report.md (one line per
+ * target), and per target OUT/ISA/ report.md, records.jsonl, workload.json,
+ * plan.json, plan-<policy>.json and the plots.  Variants that fail the
+ * oracle check are counted in out->failures and are not an error: the call
+ * failed only when it returns something other than LM_OK.  LM_EINPUT for
+ * bad options, cases or profiles, LM_ESYS when a file cannot be written. */
+lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
+                      lm_error *err);
 
 #ifdef __cplusplus
 }

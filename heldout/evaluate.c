@@ -1,0 +1,626 @@
+/* lm_evaluate, the main job: for every ISA target it takes the profile
+ * (given, cached, or calibrated and cached), predicts every variant of
+ * every held-out case, solves the cases' workload into a plan, compiles the
+ * plan, measures every variant and the plan's picks through the plan's
+ * dispatch, scores every policy and reports.  Each target's profile also
+ * plans the next target's cases, which is the leave-one-ISA-out comparison.
+ *
+ * Finished cases are appended to OUT/ISA/records.jsonl as they finish, so
+ * an interrupted run resumes where it stopped: a case is taken from the
+ * records when its kernel, shape, variants, seed and protocol are the ones
+ * this run would measure, and measured again otherwise.  The workload and
+ * the plans are made again on every run (predicting and solving take
+ * seconds) and written beside the records.  Nothing here prints: stage
+ * progress and one-line notes go to the caller's callbacks. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lanemap/calibrate.h"
+#include "lanemap/dispatch.h"
+#include "lanemap/heldout.h"
+#include "lanemap/plan.h"
+
+void lm_evaluate_options_defaults(lm_evaluate_options *o) {
+  memset(o, 0, sizeof *o);
+  o->cross = -1;
+  o->shard_n = 1;
+  o->seed = 1;
+}
+
+/* ---- the state of one call -------------------------------------------- */
+
+typedef struct Eval {
+  const lm_evaluate_options *o;
+  lm_cases cases;
+  lm_isa isa[LM_EVALUATE_MAX_ISAS + 1]; /* measured targets, then the cross */
+  int nisa, nprof;                      /* measured targets, profiles */
+  lm_profile *prof[LM_EVALUATE_MAX_ISAS + 1];
+  double calib_s[LM_EVALUATE_MAX_ISAS + 1];
+  lm_timing_opts timing;
+  lm_evaluate_result *res;
+} Eval;
+
+/* One target: its kernels, run, plans and dispatch. */
+typedef struct Target {
+  lm_eval_opts o;
+  lm_evaluate_target *r;
+  char dir[PATH_MAX], records[PATH_MAX + 16];
+  lm_profile *defaults;
+  lm_eval_kernel **k; /* [nk] one per distinct kernel path */
+  int nk;
+  int *k_of;  /* [ncases] */
+  int *first; /* [nk] the first case of each kernel */
+  lm_eval_run run;
+  lm_eval_plans plans;
+  lm_dispatch *dispatch;
+  unsigned char *done; /* [ncases] measured by an earlier run */
+  int ndone;
+} Target;
+
+static void note(const Eval *e, int warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(const Eval *e, int warning, const char *fmt, ...) {
+  if (!e->o->note)
+    return;
+  char line[2400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  e->o->note(e->o->ctx, warning, line);
+}
+
+static void progress(const Eval *e, lm_evaluate_stage s, lm_isa isa, int done,
+                     int total, const char *what) {
+  if (e->o->progress)
+    e->o->progress(e->o->ctx, s, lm_isa_name(isa), done, total, what);
+}
+
+static lm_status make_dir(const char *dir, lm_error *err) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return lm_error_set(err, LM_ESYS, "%s: cannot create: %s", dir,
+                        strerror(errno));
+  return LM_OK;
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static lm_status add_isa(Eval *e, lm_isa isa, lm_error *err) {
+  if (!lm_isa_runnable(isa))
+    return lm_error_set(err, LM_EINPUT,
+                        "ISA target %s cannot run on this "
+                        "machine",
+                        lm_isa_name(isa));
+  for (int j = 0; j < e->nisa; j++)
+    if (e->isa[j] == isa)
+      return lm_error_set(err, LM_EINPUT, "ISA target %s given twice",
+                          lm_isa_name(isa));
+  e->isa[e->nisa++] = isa;
+  return LM_OK;
+}
+
+/* The measured targets and the cross target, with their defaults. */
+static lm_status targets(Eval *e, lm_error *err) {
+  const lm_evaluate_options *o = e->o;
+  int v4 = lm_isa_runnable(LM_ISA_AVX512), v3 = lm_isa_runnable(LM_ISA_AVX2);
+  lm_isa dflt[2] = {LM_ISA_HOST, LM_ISA_HOST};
+  int ndflt = 1;
+  if (v4)
+    dflt[0] = LM_ISA_AVX512, dflt[1] = LM_ISA_AVX2, ndflt = o->quick ? 1 : 2;
+  else if (v3)
+    dflt[0] = LM_ISA_AVX2, dflt[1] = LM_ISA_SSE42, ndflt = o->quick ? 1 : 2;
+  if (o->nisa < 0 || o->nisa > LM_EVALUATE_MAX_ISAS)
+    return lm_error_set(err, LM_EINPUT, "at most %d ISA targets",
+                        LM_EVALUATE_MAX_ISAS);
+  lm_status st = LM_OK;
+  for (int i = 0; i < (o->nisa ? o->nisa : ndflt) && st == LM_OK; i++)
+    st = add_isa(e, o->nisa ? o->isa[i] : dflt[i], err);
+  if (st != LM_OK)
+    return st;
+  if (o->cross > 0 && e->nisa > 1)
+    return lm_error_set(err, LM_EINPUT,
+                        "a cross target applies to one ISA target only");
+  if (o->profile && e->nisa != 1)
+    return lm_error_set(err, LM_EINPUT,
+                        "a given profile needs exactly one ISA target");
+  e->nprof = e->nisa;
+  if (e->nisa == 1 && o->cross != 0) {
+    lm_isa c = o->cross_isa;
+    if (o->cross < 0) {
+      if (e->isa[0] == LM_ISA_AVX512 && v3)
+        c = LM_ISA_AVX2;
+      else if (e->isa[0] == LM_ISA_AVX2)
+        c = v4 ? LM_ISA_AVX512 : LM_ISA_SSE42;
+      else
+        return LM_OK; /* no other target by default */
+    }
+    if (!lm_isa_runnable(c) || c == e->isa[0])
+      return lm_error_set(err, LM_EINPUT,
+                          "cross target %s is not another runnable target",
+                          lm_isa_name(c));
+    e->isa[e->nprof++] = c;
+  }
+  return LM_OK;
+}
+
+/* ---- stages ----------------------------------------------------------- */
+
+typedef struct CalibProgress {
+  const Eval *e;
+  lm_isa isa;
+} CalibProgress;
+
+static void calib_progress(void *ctx, int done, int total, const char *what) {
+  const CalibProgress *p = ctx;
+  progress(p->e, LM_EVALUATE_CALIBRATE, p->isa, done, total, what);
+}
+
+/* Profile i: the given file (the first target's), else the cached one of
+ * the mode, else calibrated now and cached. */
+static lm_status calibrate(Eval *e, int i, lm_error *err) {
+  lm_profile_lookup_opts lo;
+  lm_profile_lookup_defaults(&lo);
+  lo.path = i == 0 ? e->o->profile : NULL;
+  lo.isa = e->isa[i];
+  lo.mode = e->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
+  lo.require_isa = 1;
+  lo.missing = LM_PROFILE_MISSING_CALIBRATE;
+  CalibProgress cp = {e, e->isa[i]};
+  lo.calib.progress = calib_progress;
+  lo.calib.progress_ctx = &cp;
+  lm_profile_found f;
+  lm_status st = lm_profile_lookup(&lo, &e->prof[i], &f, err);
+  if (f.source == LM_PROFILE_SOURCE_CALIBRATED)
+    progress(e, LM_EVALUATE_CALIBRATE, e->isa[i], 1, 1, NULL);
+  if (st != LM_OK)
+    return st;
+  e->calib_s[i] = f.calibrate_s;
+  if (f.info.fingerprint_diffs > 0)
+    note(e, 1, "%s", f.info.warning);
+  if (f.source == LM_PROFILE_SOURCE_CALIBRATED)
+    note(e, 0, "calibrate %-10s %.1f s -> %s", lm_isa_name(e->isa[i]),
+         f.calibrate_s, f.path);
+  else
+    note(e, 0, "calibrate %-10s %s %s", lm_isa_name(e->isa[i]),
+         lm_profile_source_name(f.source), f.path);
+  return LM_OK;
+}
+
+/* OUT/ISA, its records (removed with fresh), and the harness options. */
+static lm_status open_target(const Eval *e, int i, Target *t, lm_error *err) {
+  snprintf(t->dir, sizeof t->dir, "%s/%s", e->o->out, lm_isa_name(e->isa[i]));
+  snprintf(t->records, sizeof t->records, "%s/records.jsonl", t->dir);
+  lm_status st = make_dir(t->dir, err);
+  if (st != LM_OK)
+    return st;
+  if (e->o->fresh && unlink(t->records) != 0 && errno != ENOENT)
+    return lm_error_set(err, LM_ESYS, "%s: cannot remove: %s", t->records,
+                        strerror(errno));
+  int j = (i + 1) % e->nprof; /* the other target whose profile plans i */
+  lm_eval_defaults(&t->o);
+  t->o.isa = e->isa[i];
+  t->o.seed = e->o->seed;
+  t->o.timing = e->timing;
+  t->o.profile = e->prof[i];
+  t->o.cross = e->nprof > 1 ? e->prof[j] : NULL;
+  t->r->isa = e->isa[i];
+  t->r->has_cross = e->nprof > 1;
+  t->r->cross_isa = e->isa[j];
+  t->r->calibrate_s = e->calib_s[i];
+  if ((st = lm_profile_default(e->isa[i], &t->defaults, err)) != LM_OK)
+    return st;
+  t->o.defaults = t->defaults;
+  if ((st = lm_eval_run_init(&t->run, e->isa[i], err)) != LM_OK)
+    return st;
+  t->run.fingerprint = strdup(lm_profile_get_fingerprint(e->prof[i])->hash);
+  t->run.profile_mode =
+      strdup(lm_profile_mode_name(lm_profile_get_mode(e->prof[i])));
+  t->run.cross_isa = t->o.cross ? strdup(lm_isa_name(e->isa[j])) : NULL;
+  t->run.calibrate_s = e->calib_s[i];
+  t->done = calloc((size_t)e->cases.n + 1, 1);
+  if (!t->run.fingerprint || !t->run.profile_mode || !t->done ||
+      (t->o.cross && !t->run.cross_isa))
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  return LM_OK;
+}
+
+/* One loaded kernel per distinct kernel path of the cases. */
+static lm_status load_kernels(const Eval *e, Target *t, lm_error *err) {
+  const lm_cases *cs = &e->cases;
+  t->k = calloc((size_t)cs->n + 1, sizeof *t->k);
+  t->k_of = calloc((size_t)cs->n + 1, sizeof *t->k_of);
+  t->first = calloc((size_t)cs->n + 1, sizeof *t->first);
+  if (!t->k || !t->k_of || !t->first)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  for (int i = 0; i < cs->n; i++) {
+    int j = 0; /* the first case of each kernel names its path */
+    while (j < t->nk && strcmp(cs->c[t->first[j]].kernel, cs->c[i].kernel))
+      j++;
+    if (j == t->nk) {
+      t->first[j] = i;
+      lm_status st = lm_eval_kernel_new(&t->o, cs->c[i].kernel, &t->k[j], err);
+      if (st != LM_OK)
+        return st;
+      t->nk++;
+    }
+    t->k_of[i] = j;
+  }
+  return LM_OK;
+}
+
+static lm_status predict(const Eval *e, Target *t, lm_error *err) {
+  const lm_cases *cs = &e->cases;
+  t->run.cases = calloc((size_t)cs->n + 1, sizeof *t->run.cases);
+  if (!t->run.cases)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  for (int i = 0; i < cs->n; i++) {
+    lm_status st = lm_eval_case_predict(&t->o, t->k[t->k_of[i]], &cs->c[i],
+                                        &t->run, &t->run.cases[i], err);
+    t->run.ncases = i + 1;
+    if (st != LM_OK)
+      return st;
+  }
+  return LM_OK;
+}
+
+/* Every policy chooses: the model-based ones by solving the cases'
+ * workload into their plans. */
+static lm_status solve(Target *t, lm_error *err) {
+  lm_status st = lm_eval_choose(&t->o, &t->run, t->dir, &t->plans, err);
+  t->r->solve_s = t->plans.solve_s;
+  return st;
+}
+
+/* The workload and the plans go beside the records. */
+static lm_status write_plans(Target *t, lm_error *err) {
+  return lm_eval_plans_save(&t->plans, t->dir, err);
+}
+
+static int same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Keep the records of complete cases old[j] that this run takes over
+ * (used[j]) or does not run at all (another shard's); drop incomplete cases
+ * and cases this run measures again (after an interruption, or with another
+ * protocol), so a case is never mixed from two runs. */
+static int keep_used(lm_records *rs, const lm_eval_case *old,
+                     const unsigned char *used, int n, const lm_eval_run *run) {
+  int kept = 0;
+  for (int i = 0; i < rs->n; i++) {
+    const cJSON *id =
+        rs->r[i].extra
+            ? cJSON_GetObjectItemCaseSensitive(rs->r[i].extra, "case")
+            : NULL;
+    int keep = 0;
+    for (int j = 0; j < n && !keep && cJSON_IsString(id); j++) {
+      if (strcmp(old[j].id, id->valuestring) != 0)
+        continue;
+      int ours = 0;
+      for (int c = 0; c < run->ncases && !ours; c++)
+        ours = strcmp(run->cases[c].id, old[j].id) == 0;
+      keep = used[j] || !ours;
+    }
+    if (keep)
+      rs->r[kept++] = rs->r[i];
+    else
+      lm_record_free(&rs->r[i]);
+  }
+  int dropped = rs->n - kept;
+  rs->n = kept;
+  return dropped;
+}
+
+/* Is p the measurement c would take: same case, kernel, shape, seed,
+ * protocol and variants? */
+static int same_case(const lm_eval_case *p, const lm_eval_case *c) {
+  if (strcmp(p->id, c->id) != 0 || p->nvariants != c->nvariants ||
+      strcmp(p->kernel_hash, c->kernel_hash) != 0 || p->R != c->R ||
+      p->C != c->C || !same_str(p->extra, c->extra) ||
+      !same_str(p->protocol, c->protocol))
+    return 0;
+  for (int v = 0; v < c->nvariants; v++)
+    if (strcmp(p->v[v].variant, c->v[v].variant) != 0)
+      return 0;
+  return 1;
+}
+
+/* Take the measurements of the cases an earlier run finished (done[i]). */
+static lm_status resume(const Eval *e, Target *t, lm_error *err) {
+  if (e->o->fresh || access(t->records, F_OK) != 0)
+    return LM_OK;
+  lm_eval_run *run = &t->run;
+  lm_records rs = {0};
+  lm_eval_case *old = NULL;
+  int nold = 0, incomplete = 0;
+  lm_status st = lm_records_read(t->records, &rs, err);
+  if (st == LM_OK)
+    st = lm_eval_cases_from_records(&rs, &old, &nold, &incomplete, err);
+  unsigned char *used = calloc((size_t)(nold > 0 ? nold : 1), 1);
+  if (st == LM_OK && !used)
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+  for (int i = 0; i < run->ncases && st == LM_OK; i++) {
+    lm_eval_case *c = &run->cases[i];
+    for (int j = 0; j < nold; j++) {
+      lm_eval_case *p = &old[j];
+      if (used[j] || !same_case(p, c))
+        continue; /* another kernel, shape, seed or protocol: measure again */
+      for (int v = 0; v < c->nvariants; v++) {
+        c->v[v].verified = p->v[v].verified;
+        c->v[v].measured = p->v[v].measured;
+        c->v[v].spread = p->v[v].spread;
+        c->v[v].times = p->v[v].times; /* moved */
+        c->v[v].ntimes = p->v[v].ntimes;
+        p->v[v].times = NULL;
+      }
+      t->done[i] = used[j] = 1;
+      t->ndone++;
+      break;
+    }
+  }
+  /* Half a line, half a case or a stale case of an earlier run: drop them
+   * before appending, so every case in the file is one measurement. */
+  if (st == LM_OK && (keep_used(&rs, old, used, nold, run) > 0 || rs.truncated))
+    st = lm_records_write(t->records, &rs, err);
+  free(used);
+  for (int j = 0; j < nold; j++)
+    lm_eval_case_free(&old[j]);
+  free(old);
+  lm_records_free(&rs);
+  if (st == LM_OK && t->ndone)
+    note(e, 0, "resume    %-10s %d of %d cases from %s", run->isa, t->ndone,
+         run->ncases, t->records);
+  return st;
+}
+
+/* Compile the plan into a dispatch, when there are cases left to measure. */
+static lm_status compile_plan(const Eval *e, Target *t, lm_error *err) {
+  if (t->ndone == t->run.ncases || !t->plans.plan[LM_POLICY_PLAN])
+    return LM_OK;
+  lm_dispatch_opts d;
+  lm_dispatch_defaults(&d);
+  d.pool = t->o.pool;
+  double t0 = lm_now_ns();
+  progress(e, LM_EVALUATE_MEASURE, t->o.isa, 0, t->run.ncases - t->ndone,
+           "compiling the plan");
+  lm_status st =
+      lm_dispatch_new(t->plans.plan[LM_POLICY_PLAN], &d, &t->dispatch, err);
+  t->r->plan_compile_s = (lm_now_ns() - t0) / 1e9;
+  t->r->compile_s += t->r->plan_compile_s;
+  return st;
+}
+
+static lm_status append_case(const Target *t, const lm_eval_case *c,
+                             lm_error *err) {
+  lm_record *rs = NULL;
+  int n = 0;
+  lm_status st =
+      lm_eval_case_records(c, &t->run, t->run.fingerprint, &rs, &n, err);
+  for (int i = 0; i < n && st == LM_OK; i++)
+    st = lm_records_append(t->records, &rs[i], err);
+  for (int i = 0; i < n; i++)
+    lm_record_free(&rs[i]);
+  free(rs);
+  return st;
+}
+
+/* Compile each kernel with cases left, then measure those cases beside the
+ * plan's pick launched through the dispatch, appending each to the
+ * records. */
+static lm_status measure(const Eval *e, Target *t, lm_error *err) {
+  lm_eval_run *run = &t->run;
+  int total = run->ncases - t->ndone, count = 0;
+  double m0 = lm_now_ns();
+  lm_status st = LM_OK;
+  for (int k = 0; k < t->nk && st == LM_OK && count < total; k++) {
+    int left = 0;
+    for (int i = 0; i < run->ncases; i++)
+      left += t->k_of[i] == k && !t->done[i];
+    if (!left)
+      continue;
+    double ms = 0;
+    progress(e, LM_EVALUATE_MEASURE, t->o.isa, count, total, "compiling");
+    if ((st = lm_eval_kernel_compile(t->k[k], &ms, err)) != LM_OK)
+      break;
+    t->r->compile_s += ms / 1e3;
+    for (int i = 0; i < run->ncases && st == LM_OK; i++) {
+      lm_eval_case *c = &run->cases[i];
+      if (t->k_of[i] != k || t->done[i])
+        continue;
+      progress(e, LM_EVALUATE_MEASURE, t->o.isa, count, total, c->id);
+      lm_eval_launch plan = {t->dispatch, t->plans.kernel[i]};
+      int bad = 0;
+      st = lm_eval_case_measure(&t->o, t->k[k], t->dispatch ? &plan : NULL, c,
+                                &bad, err);
+      if (st == LM_OK)
+        st = append_case(t, c, err);
+      if (bad)
+        note(e, 1, "%s: %d variants failed the oracle check", c->id, bad);
+      progress(e, LM_EVALUATE_MEASURE, t->o.isa, ++count, total, c->id);
+    }
+  }
+  progress(e, LM_EVALUATE_MEASURE, t->o.isa, total, total, NULL);
+  run->measure_s = (lm_now_ns() - m0) / 1e9;
+  t->r->measure_s = run->measure_s;
+  t->r->measured = count;
+  return st;
+}
+
+static lm_status score(Target *t, lm_error *err) {
+  double *ratio = calloc((size_t)t->run.ncases + 1, sizeof *ratio);
+  if (!ratio)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  lm_status st = LM_OK;
+  for (int i = 0; i < t->run.ncases && st == LM_OK; i++) {
+    const lm_eval_case *c = &t->run.cases[i];
+    st = lm_eval_case_score(&t->run.cases[i], err);
+    for (int v = 0; v < c->nvariants; v++)
+      t->r->failures += c->v[v].verified == 0;
+    if (isfinite(c->dispatch_ratio))
+      ratio[t->r->dispatched++] = c->dispatch_ratio;
+  }
+  t->r->dispatch_ratio = lm_timing_median(ratio, t->r->dispatched);
+  free(ratio);
+  t->r->ncases = t->run.ncases;
+  for (int p = 0; p < LM_POLICY__COUNT && st == LM_OK; p++)
+    st =
+        lm_eval_policy_stats(&t->run, (lm_policy)p, NULL, &t->r->stats[p], err);
+  return st;
+}
+
+static lm_status report(const Eval *e, Target *t, lm_error *err) {
+  lm_status st = lm_eval_report_write(&t->run, t->dir, err);
+  if (st != LM_OK)
+    return st;
+  lm_error perr = {0};
+  if (lm_eval_plots(&t->run, t->dir, &perr) != LM_OK)
+    note(e, 1, "no plots: %s", perr.msg);
+  const lm_evaluate_target *r = t->r;
+  note(e, 0,
+       "evaluate  %-10s %d cases, %d measured now (compile %.1f s, of which "
+       "the plan %.1f s; measure %.1f s), solve %.3f s -> %s/report.md",
+       t->run.isa, r->ncases, r->measured, r->compile_s, r->plan_compile_s,
+       r->measure_s - r->compile_s + r->plan_compile_s, r->solve_s, t->dir);
+  return LM_OK;
+}
+
+static void close_target(Target *t) {
+  lm_dispatch_free(t->dispatch);
+  lm_eval_plans_free(&t->plans);
+  lm_eval_run_free(&t->run);
+  for (int k = 0; k < t->nk; k++)
+    lm_eval_kernel_free(t->k[k]);
+  free(t->k);
+  free(t->k_of);
+  free(t->first);
+  free(t->done);
+  lm_profile_free(t->defaults);
+}
+
+/* ---- the pipeline of one target --------------------------------------- */
+
+/* clang-format off */
+static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
+  double t0 = lm_now_ns();
+  Target t = {.r = &e->res->target[i]};
+  lm_status st = open_target(e, i, &t, err);               /* OUT/ISA        */
+  if (st == LM_OK) st = load_kernels(e, &t, err);          /* variants       */
+  if (st == LM_OK) st = predict(e, &t, err);               /* predict        */
+  if (st == LM_OK) st = solve(&t, err);                    /* workload, plan */
+  if (st == LM_OK) st = write_plans(&t, err);              /* their files    */
+  if (st == LM_OK) st = resume(e, &t, err);                /* records        */
+  if (st == LM_OK) st = compile_plan(e, &t, err);          /* dispatch       */
+  if (st == LM_OK) st = measure(e, &t, err);               /* oracle, picks  */
+  if (st == LM_OK) st = score(&t, err);                    /* regrets        */
+  t.run.total_s = (lm_now_ns() - t0) / 1e9 + e->calib_s[i];
+  if (st == LM_OK) st = report(e, &t, err);                /* report, plots  */
+  e->res->failures += t.r->failures;
+  close_target(&t);
+  return st;
+}
+/* clang-format on */
+
+/* ---- OUT/report.md ---------------------------------------------------- */
+
+/* One line per ISA target, and what recalibrating bought. */
+static lm_status summary(const Eval *e, lm_error *err) {
+  const lm_evaluate_result *res = e->res;
+  char path[PATH_MAX + 16], *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  fprintf(f,
+          "# lanemap evaluation\n\n%s protocol, %.0f s in all. Each ISA "
+          "target has its own report: ",
+          e->o->quick ? "Quick" : "Full", res->total_s);
+  for (int i = 0; i < res->ntargets; i++)
+    fprintf(f, "%s[%s](%s/report.md)", i ? ", " : "",
+            lm_isa_name(res->target[i].isa), lm_isa_name(res->target[i].isa));
+  fprintf(f, ".\n\n| ISA target | cases | plan geomean | p90 | max | score | "
+             "best fixed policy | its geomean |\n|---|---:|---:|---:|---:|---:|"
+             "---|---:|\n");
+  int any_cross = 0;
+  for (int i = 0; i < res->ntargets; i++) {
+    const lm_evaluate_target *t = &res->target[i];
+    const lm_regret_stats *plan = &t->stats[LM_POLICY_PLAN];
+    int best = -1; /* the best fixed policy by geomean */
+    for (int p = LM_POLICY_PROGRAM; p < LM_POLICY__COUNT; p++)
+      if (p != LM_POLICY_RANDOM && t->stats[p].n > 0 &&
+          (best < 0 || t->stats[p].geomean < t->stats[best].geomean))
+        best = p;
+    fprintf(f, "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.3f | %s | %.1f%% |\n",
+            lm_isa_name(t->isa), t->ncases, 100 * plan->geomean,
+            100 * plan->p90, 100 * plan->max, plan->score,
+            best >= 0 ? lm_policy_name((lm_policy)best) : "-",
+            best >= 0 ? 100 * t->stats[best].geomean : 0.0);
+    any_cross |= t->has_cross && t->stats[LM_POLICY_CROSS].n > 0;
+  }
+  if (any_cross) {
+    fprintf(f, "\n## Leave one ISA target out\n\nThe cases of target B "
+               "planned with target A's profile, then with B's own.\n\n"
+               "| B | A | geomean with A's | with B's own | p90 A / B | "
+               "max A / B |\n|---|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < res->ntargets; i++) {
+      const lm_evaluate_target *t = &res->target[i];
+      const lm_regret_stats *a = &t->stats[LM_POLICY_CROSS],
+                            *b = &t->stats[LM_POLICY_PLAN];
+      if (t->has_cross && a->n > 0)
+        fprintf(f,
+                "| %s | %s | %.1f%% | %.1f%% | %.1f%% / %.1f%% | %.1f%% / "
+                "%.1f%% |\n",
+                lm_isa_name(t->isa), lm_isa_name(t->cross_isa),
+                100 * a->geomean, 100 * b->geomean, 100 * a->p90, 100 * b->p90,
+                100 * a->max, 100 * b->max);
+    }
+  }
+  fclose(f);
+  snprintf(path, sizeof path, "%s/report.md", e->o->out);
+  lm_status st = lm_file_write_atomic(path, buf, len, err);
+  free(buf);
+  return st;
+}
+
+/* ---- the pipeline ----------------------------------------------------- */
+
+/* clang-format off */
+lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
+                      lm_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!o->cases || !o->out)
+    return lm_error_set(err, LM_EINPUT, "evaluate: no %s given",
+                        o->cases ? "output folder" : "case list");
+  double t0 = lm_now_ns();
+  Eval e = {.o = o, .res = out};
+  lm_timing_defaults(&e.timing);
+  e.timing.samples = o->quick ? LM_EVALUATE_QUICK_SAMPLES : LM_EVALUATE_SAMPLES;
+  e.timing.sample_ms =
+      o->quick ? LM_EVALUATE_QUICK_SAMPLE_MS : LM_EVALUATE_SAMPLE_MS;
+  e.timing.warmup_ms =
+      o->quick ? LM_EVALUATE_QUICK_WARMUP_MS : LM_EVALUATE_WARMUP_MS;
+  if (o->timing)
+    e.timing = *o->timing;
+  lm_status st = lm_timing_opts_check(&e.timing, err);
+  if (st == LM_OK) st = targets(&e, err);                             /* targets   */
+  if (st == LM_OK) st = lm_cases_load(o->cases, &e.cases, err);       /* cases     */
+  if (st == LM_OK) st = lm_cases_shard(&e.cases, o->shard_i, o->shard_n, err);
+  if (st == LM_OK) st = make_dir(o->out, err);
+  for (int i = 0; i < e.nprof && st == LM_OK; i++)
+    st = calibrate(&e, i, err);                                       /* calibrate */
+  for (int i = 0; i < e.nisa && st == LM_OK; i++, out->ntargets++)
+    st = evaluate_target(&e, i, err);                                 /* evaluate  */
+  out->total_s = (lm_now_ns() - t0) / 1e9;
+  if (st == LM_OK) st = summary(&e, err);                             /* report    */
+  for (int i = 0; i < e.nprof; i++)
+    lm_profile_free(e.prof[i]);
+  lm_cases_free(&e.cases);
+  return st;
+}
+/* clang-format on */
