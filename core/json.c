@@ -84,21 +84,30 @@ static Scan scan(const char *t, size_t n) {
 static lm_status dup_keys(const char *name, const cJSON *root, const cJSON *j,
                           lm_error *err);
 
-lm_status lm_json_parse_at(const char *name, int line0, const char *text,
-                           size_t n, cJSON **out, lm_error *err) {
+/* Parse; line0 > 0 for line line0 of a JSON Lines file, whose messages
+ * without a column name the line. */
+static lm_status parse(const char *name, int line0, const char *text, size_t n,
+                       cJSON **out, lm_error *err) {
   *out = NULL;
   int line, col;
+  char label[PATH_MAX_SHOWN + 16];
+  if (line0 > 0)
+    snprintf(label, sizeof label, "%.*s:%d", PATH_MAX_SHOWN, name, line0);
+  else
+    snprintf(label, sizeof label, "%.*s", PATH_MAX_SHOWN, name);
+  if (line0 <= 0)
+    line0 = 1;
   if (n > LM_JSON_MAX_BYTES)
     return lm_error_set(err, LM_EINPUT,
                         "%s: %zu bytes, more than the %zu MiB a JSON file may "
                         "hold",
-                        name, n, LM_JSON_MAX_BYTES >> 20);
+                        label, n, LM_JSON_MAX_BYTES >> 20);
   size_t last = n;
   while (last > 0 && isspace((unsigned char)text[last - 1]))
     last--;
   if (last == 0)
     return lm_error_set(err, LM_EINPUT, "%s: empty file, expected a JSON value",
-                        name);
+                        label);
   Scan s = scan(text, n);
   if (s.nul != SIZE_MAX) {
     line_col(text, s.nul, line0, &line, &col);
@@ -117,7 +126,7 @@ lm_status lm_json_parse_at(const char *name, int line0, const char *text,
   const char *what = "invalid JSON";
   if (j) {
     if (at >= last) {
-      lm_status st = dup_keys(name, j, j, err);
+      lm_status st = dup_keys(label, j, j, err);
       if (st != LM_OK) {
         cJSON_Delete(j);
         return st;
@@ -133,14 +142,19 @@ lm_status lm_json_parse_at(const char *name, int line0, const char *text,
     return lm_error_set(err, LM_EINPUT,
                         "%s: truncated JSON: the text ends inside an object, "
                         "an array or a string",
-                        name);
+                        label);
   line_col(text, at, line0, &line, &col);
   return lm_error_set(err, LM_EINPUT, "%s:%d:%d: %s", name, line, col, what);
 }
 
 lm_status lm_json_parse(const char *name, const char *text, size_t n,
                         cJSON **out, lm_error *err) {
-  return lm_json_parse_at(name, 1, text, n, out, err);
+  return parse(name, 0, text, n, out, err);
+}
+
+lm_status lm_json_parse_at(const char *name, int line, const char *text,
+                           size_t n, cJSON **out, lm_error *err) {
+  return parse(name, line > 0 ? line : 1, text, n, out, err);
 }
 
 lm_status lm_json_read_file(const char *path, char **out, size_t *n,
@@ -531,6 +545,8 @@ static void fmt_bound(double v, char buf[LM_JSON_NUM_LEN]) {
   int e;
   if (v >= 1048576 && v < 1e300 && frexp(v, &e) == 0.5)
     snprintf(buf, LM_JSON_NUM_LEN, "2^%d", e - 1);
+  else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+    snprintf(buf, LM_JSON_NUM_LEN, "%.0f", v);
   else
     lm_json_fmt_double(v, buf);
 }

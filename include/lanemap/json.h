@@ -54,8 +54,9 @@ extern "C" {
  * cJSON_Delete. */
 lm_status lm_json_parse(const char *name, const char *text, size_t n,
                         lm_give cJSON **out, lm_error *err);
-/* The same for a document that starts on line `line` of file name (a JSON
- * Lines file), so positions in messages are the file's. */
+/* The same for line `line` of the JSON Lines file name: positions in
+ * messages are the file's, and a message without one names the line
+ * (`name:line: ...`). */
 lm_status lm_json_parse_at(const char *name, int line, const char *text,
                            size_t n, lm_give cJSON **out, lm_error *err);
 /* Read the file at path, refusing one larger than LM_JSON_MAX_BYTES; *out
