@@ -625,11 +625,14 @@ void lm_json_fmt_double(double v, char buf[LM_JSON_NUM_LEN]) {
     strcpy(buf, v > 0 ? "inf" : "-inf");
     return;
   }
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, LM_JSON_NUM_LEN, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v)
-      break;
-  }
+  if (v == floor(v) && fabs(v) < 1e15) /* an integer: its digits */
+    snprintf(buf, LM_JSON_NUM_LEN, "%.0f", v);
+  else
+    for (int prec = 1; prec <= 17; prec++) {
+      snprintf(buf, LM_JSON_NUM_LEN, "%.*g", prec, v);
+      if (strtod(buf, NULL) == v)
+        break;
+    }
   char dp = localeconv()->decimal_point[0];
   if (dp != '.')
     for (char *s = buf; *s; s++)

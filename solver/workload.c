@@ -101,8 +101,9 @@ lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
   if (strlen(path) > 4000)
     return lm_error_set(err, LM_EINPUT, "path longer than 4000 bytes");
   if (extra && !valid_extra(extra))
-    return lm_error_set(err, LM_EINPUT,
-                        "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
+    return lm_error_set(
+        err, LM_EINPUT,
+        "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
   lm_workload_kernel *ks =
       realloc(w->kernels, sizeof *ks * (size_t)(w->nkernels + 1));
   if (!ks)
@@ -142,13 +143,16 @@ lm_status lm_workload_add_bucket(lm_workload *w, int ki, int64_t R, int64_t C,
     return LM_EINPUT;
   lm_workload_kernel *k = &w->kernels[ki];
   if (R < 1 || R > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "R: expected an integer in [1, 2^40], got %lld",
+    return lm_error_set(err, LM_EINPUT,
+                        "R: expected an integer in [1, 2^40], got %lld",
                         (long long)R);
   if (C < 1 || C > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "C: expected an integer in [1, 2^40], got %lld",
+    return lm_error_set(err, LM_EINPUT,
+                        "C: expected an integer in [1, 2^40], got %lld",
                         (long long)C);
   if (!isfinite(weight) || weight < 0)
-    return lm_error_set(err, LM_EINPUT, "weight: expected a finite number >= 0");
+    return lm_error_set(err, LM_EINPUT,
+                        "weight: expected a finite number >= 0");
   if (k->nbuckets >= LM_WORKLOAD_MAX_BUCKETS)
     return lm_error_set(err, LM_EINPUT, "more than %d buckets in one kernel",
                         LM_WORKLOAD_MAX_BUCKETS);
@@ -172,30 +176,36 @@ lm_status lm_workload_add_geometric(lm_workload *w, int ki, int64_t C,
   if (check_ki(w, ki, err) != LM_OK)
     return LM_EINPUT;
   if (from < 1 || from > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "R.from: expected an integer in [1, 2^40]");
+    return lm_error_set(err, LM_EINPUT,
+                        "R.from: expected an integer in [1, 2^40]");
   if (to < from || to > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "R.to: expected an integer in [R.from, 2^40]");
+    return lm_error_set(err, LM_EINPUT,
+                        "R.to: expected an integer in [R.from, 2^40]");
   if (n < 2 || n > LM_WORKLOAD_MAX_BUCKETS)
-    return lm_error_set(err, LM_EINPUT, "R.geometric: expected a count in [2, %d]",
+    return lm_error_set(err, LM_EINPUT,
+                        "R.geometric: expected a count in [2, %d]",
                         LM_WORKLOAD_MAX_BUCKETS);
   int64_t prev = 0;
   for (int i = 0; i < n; i++) {
-    int64_t R = i == n - 1 ? to
-                           : (int64_t)llround((double)from *
-                                              pow((double)to / (double)from,
+    int64_t R =
+        i == n - 1
+            ? to
+            : (int64_t)llround((double)from * pow((double)to / (double)from,
                                                   (double)i / (n - 1)));
     if (R <= prev)
-      return lm_error_set(err, LM_EINPUT,
-                          "R: %d geometric steps from %lld to %lld repeat R=%lld "
-                          "(use fewer steps)",
-                          n, (long long)from, (long long)to, (long long)R);
+      return lm_error_set(
+          err, LM_EINPUT,
+          "R: %d geometric steps from %lld to %lld repeat R=%lld "
+          "(use fewer steps)",
+          n, (long long)from, (long long)to, (long long)R);
     prev = R;
   }
   lm_status s = LM_OK;
   for (int i = 0; i < n && s == LM_OK; i++) {
-    int64_t R = i == n - 1 ? to
-                           : (int64_t)llround((double)from *
-                                              pow((double)to / (double)from,
+    int64_t R =
+        i == n - 1
+            ? to
+            : (int64_t)llround((double)from * pow((double)to / (double)from,
                                                   (double)i / (n - 1)));
     s = lm_workload_add_bucket(w, ki, R, C, weights ? weights[i] : 1, err);
     if (s != LM_OK && weights) {
@@ -242,7 +252,8 @@ lm_status lm_workload_set_isas(lm_workload *w, const lm_isa *isa, int n,
 lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
                                   lm_error *err) {
   if (n < 1 || n > 8)
-    return lm_error_set(err, LM_EINPUT, "workers: expected 1 to 8 worker counts");
+    return lm_error_set(err, LM_EINPUT,
+                        "workers: expected 1 to 8 worker counts");
   for (int i = 0; i < n; i++) {
     if (workers[i] < 1 || workers[i] > LM_MAX_WORKERS)
       return lm_error_set(err, LM_EINPUT,
@@ -250,8 +261,9 @@ lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
                           LM_MAX_WORKERS);
     for (int j = 0; j < i; j++)
       if (workers[j] == workers[i])
-        return lm_error_set(err, LM_EINPUT, "workers[%d]: %d repeats workers[%d]",
-                            i, workers[i], j);
+        return lm_error_set(err, LM_EINPUT,
+                            "workers[%d]: %d repeats workers[%d]", i,
+                            workers[i], j);
   }
   memcpy(w->workers, workers, sizeof *workers * (size_t)n);
   w->nworkers = n;
@@ -261,8 +273,9 @@ lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
 lm_status lm_workload_set_budgets(lm_workload *w, int cap, double budget_ms,
                                   int budget_variants, lm_error *err) {
   if (cap < 0 || cap > 1000000)
-    return lm_error_set(err, LM_EINPUT,
-                        "max_variants_per_kernel: expected an integer in [0, 1000000]");
+    return lm_error_set(
+        err, LM_EINPUT,
+        "max_variants_per_kernel: expected an integer in [0, 1000000]");
   if (isnan(budget_ms) || isinf(budget_ms) || budget_ms > 1e12)
     return lm_error_set(err, LM_EINPUT,
                         "compile_budget_ms: expected a finite number >= 0");
@@ -292,20 +305,27 @@ static lm_status at(rd *r, const cJSON *parent, const char *key) {
 #define MAXEXT LM_WORKLOAD_MAX_EXTENT
 
 /* Unknown fields are errors: a misspelt budget must not pass silently. */
-static const char *const top_keys[] = {
-    "schema", "about", "isa", "workers", "max_variants_per_kernel",
-    "compile_budget_ms", "compile_budget_variants", "kernels", NULL};
-static const char *const kernel_keys[] = {"kernel", "about", "extra", "max_variants",
-                                          "compile_ms", "buckets", NULL};
-static const char *const bucket_keys[] = {"R", "C", "weight", "weights", "about",
-                                          NULL};
+static const char *const top_keys[] = {"schema",
+                                       "about",
+                                       "isa",
+                                       "workers",
+                                       "max_variants_per_kernel",
+                                       "compile_budget_ms",
+                                       "compile_budget_variants",
+                                       "kernels",
+                                       NULL};
+static const char *const kernel_keys[] = {
+    "kernel", "about", "extra", "max_variants", "compile_ms", "buckets", NULL};
+static const char *const bucket_keys[] = {"R",       "C",     "weight",
+                                          "weights", "about", NULL};
 static const char *const series_keys[] = {"from", "to", "geometric", NULL};
 
 /* The weights of a group of n shapes: a list of n, or one number for all. */
 static lm_status group_weights(rd *r, const cJSON *b, int n, double *ws) {
   const cJSON *jws = lm_json_get(b, "weights");
   char what[96];
-  snprintf(what, sizeof what, "a list of %d weights (one per R) or one number", n);
+  snprintf(what, sizeof what, "a list of %d weights (one per R) or one number",
+           n);
   if (cJSON_IsNumber(jws)) {
     lm_status s = lm_json_number(r, b, "weights", 0, 0, DBL_MAX, &ws[0]);
     for (int i = 1; i < n && s == LM_OK; i++)
@@ -335,28 +355,32 @@ static lm_status parse_bucket(rd *r, lm_workload *w, int ki, const cJSON *b) {
   const cJSON *jR = lm_json_get(b, "R");
   if (!jR || cJSON_IsNumber(jR)) { /* one shape */
     if (lm_json_get(b, "weights"))
-      return lm_json_error(r, b, "weights", "a single-R bucket takes \"weight\"");
+      return lm_json_error(r, b, "weights",
+                           "a single-R bucket takes \"weight\"");
     if ((s = lm_json_int(r, b, "R", 0, 1, MAXEXT, &R)) ||
         (s = lm_json_number(r, b, "weight", 0, 0, DBL_MAX, &wt)))
       return s;
-    return lm_workload_add_bucket(w, ki, R, C, wt, r->err) ? at(r, b, NULL) : LM_OK;
+    return lm_workload_add_bucket(w, ki, R, C, wt, r->err) ? at(r, b, NULL)
+                                                           : LM_OK;
   }
+  if (!cJSON_IsArray(jR) && !cJSON_IsObject(jR))
+    return lm_json_expected(
+        r, b, "R", "an integer, a list, or {\"from\", \"to\", \"geometric\"}");
   if (lm_json_get(b, "weight"))
-    return lm_json_error(r, b, "weight",
-                         "a bucket group takes \"weights\" (a list or one number)");
+    return lm_json_error(
+        r, b, "weight",
+        "a bucket group takes \"weights\" (a list or one number)");
   int n;
   if (cJSON_IsArray(jR)) {
     if ((s = lm_json_array(r, b, "R", 0, 1, LM_WORKLOAD_MAX_BUCKETS, &jR)))
       return s;
     n = cJSON_GetArraySize(jR);
-  } else if (cJSON_IsObject(jR)) {
+  } else {
     if ((s = lm_json_fields(r, jR, series_keys)) ||
-        (s = lm_json_int(r, jR, "geometric", 0, 2, LM_WORKLOAD_MAX_BUCKETS, &g)))
+        (s = lm_json_int(r, jR, "geometric", 0, 2, LM_WORKLOAD_MAX_BUCKETS,
+                         &g)))
       return s;
     n = (int)g;
-  } else {
-    return lm_json_expected(r, b, "R",
-                            "an integer, a list, or {\"from\", \"to\", \"geometric\"}");
   }
   double *ws = malloc(sizeof *ws * (size_t)n);
   if (!ws)
@@ -397,7 +421,8 @@ static lm_status parse_kernel(rd *r, lm_workload *w, const cJSON *jk) {
     return s;
   if (lm_workload_add_kernel(w, file, extra, &ki, r->err) != LM_OK)
     return at(r, jk, NULL);
-  if ((s = lm_json_int(r, jk, "max_variants", LM_JSON_OPTIONAL, 0, 1000000, &cap)) ||
+  if ((s = lm_json_int(r, jk, "max_variants", LM_JSON_OPTIONAL, 0, 1000000,
+                       &cap)) ||
       (s = lm_json_number(r, jk, "compile_ms", LM_JSON_OPTIONAL, 0, 1e9, &ms)))
     return s;
   if (lm_workload_set_kernel_opts(w, ki, (int)cap, ms, r->err) != LM_OK)
@@ -423,7 +448,8 @@ static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
       !isdigit((unsigned char)schema[17]))
     return lm_json_expected(r, root, "schema", "\"" LM_WORKLOAD_SCHEMA "\"");
   if ((s = lm_json_fields(r, root, top_keys)) ||
-      (s = lm_json_array(r, root, "isa", LM_JSON_OPTIONAL, 1, LM_ISA__COUNT, &isa)))
+      (s = lm_json_array(r, root, "isa", LM_JSON_OPTIONAL, 1, LM_ISA__COUNT,
+                         &isa)))
     return s;
   if (isa) {
     lm_isa v[LM_ISA__COUNT];
@@ -455,8 +481,8 @@ static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
   double bms = -1;
   if ((s = lm_json_int(r, root, "max_variants_per_kernel", LM_JSON_OPTIONAL, 0,
                        1000000, &cap)) ||
-      (s = lm_json_number(r, root, "compile_budget_ms", LM_JSON_OPTIONAL, 0, 1e12,
-                          &bms)) ||
+      (s = lm_json_number(r, root, "compile_budget_ms", LM_JSON_OPTIONAL, 0,
+                          1e12, &bms)) ||
       (s = lm_json_int(r, root, "compile_budget_variants", LM_JSON_OPTIONAL, 0,
                        100000000, &bv)))
     return s;
@@ -474,8 +500,8 @@ static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
 }
 
 lm_status lm_workload_from_json_text(const char *name, const char *dir,
-                                     const char *text, size_t n, lm_workload **out,
-                                     lm_error *err) {
+                                     const char *text, size_t n,
+                                     lm_workload **out, lm_error *err) {
   *out = NULL;
   lm_workload *w = lm_workload_new(name, dir, err);
   if (!w)
@@ -501,11 +527,12 @@ lm_status lm_workload_shape(const lm_workload *w, int ki, int b, lm_shape *out,
     return LM_EINPUT;
   const lm_workload_kernel *k = &w->kernels[ki];
   if (!k->k)
-    return lm_error_set(err, LM_EINPUT, "kernel %d is not loaded (lm_workload_bind)",
-                        ki);
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %d is not loaded (lm_workload_bind)", ki);
   if (b < 0 || b >= k->nbuckets)
     return lm_error_set(err, LM_EINPUT, "kernel %d has no bucket %d", ki, b);
-  return lm_shape_bind(k->k, k->buckets[b].R, k->buckets[b].C, k->extra, out, err);
+  return lm_shape_bind(k->k, k->buckets[b].R, k->buckets[b].C, k->extra, out,
+                       err);
 }
 
 lm_status lm_workload_bind(lm_workload *w, lm_error *err) {
@@ -513,21 +540,22 @@ lm_status lm_workload_bind(lm_workload *w, lm_error *err) {
     lm_workload_kernel *k = &w->kernels[i];
     lm_error inner;
     if (k->nbuckets == 0)
-      return lm_error_set(err, LM_EINPUT, "%s: $.kernels[%d].buckets: no buckets",
-                          w->name, i);
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: $.kernels[%d].buckets: no buckets", w->name, i);
     if (!k->k && lm_kernel_load(k->resolved, &k->k, err) != LM_OK) {
       inner = *err;
-      return lm_error_set(err, inner.status, "%s: $.kernels[%d].kernel: %s", w->name,
-                          i, inner.msg);
+      return lm_error_set(err, inner.status, "%s: $.kernels[%d].kernel: %s",
+                          w->name, i, inner.msg);
     }
     /* compiled entries, AOT symbols and dispatch go by kernel name */
     for (int j = 0; j < i; j++)
       if (strcmp(w->kernels[j].k->name, k->k->name) == 0)
-        return lm_error_set(err, LM_EINPUT,
-                            "%s: $.kernels[%d].kernel: %s holds kernel %.64s, as "
-                            "kernels[%d] (%s) does: a workload names each kernel "
-                            "once (put all its shapes in one entry's buckets)",
-                            w->name, i, k->path, k->k->name, j, w->kernels[j].path);
+        return lm_error_set(
+            err, LM_EINPUT,
+            "%s: $.kernels[%d].kernel: %s holds kernel %.64s, as "
+            "kernels[%d] (%s) does: a workload names each kernel "
+            "once (put all its shapes in one entry's buckets)",
+            w->name, i, k->path, k->k->name, j, w->kernels[j].path);
     for (int b = 0; b < k->nbuckets; b++) {
       lm_shape sh;
       if (lm_workload_shape(w, i, b, &sh, err) != LM_OK) {
@@ -565,7 +593,8 @@ lm_status lm_workload_load(const char *path, lm_workload **out, lm_error *err) {
   return s;
 }
 
-lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *err) {
+lm_status lm_workload_to_json_text(const lm_workload *w, char **out,
+                                   lm_error *err) {
   *out = NULL;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "schema", LM_WORKLOAD_SCHEMA);
@@ -575,11 +604,14 @@ lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *e
   cJSON *wk = cJSON_AddArrayToObject(root, "workers");
   for (int i = 0; i < w->nworkers; i++)
     cJSON_AddItemToArray(wk, cJSON_CreateNumber(w->workers[i]));
-  cJSON_AddNumberToObject(root, "max_variants_per_kernel", w->max_variants_per_kernel);
+  cJSON_AddNumberToObject(root, "max_variants_per_kernel",
+                          w->max_variants_per_kernel);
   if (w->compile_budget_ms >= 0)
-    cJSON_AddItemToObject(root, "compile_budget_ms", cJSON_CreateNumber(w->compile_budget_ms));
+    cJSON_AddItemToObject(root, "compile_budget_ms",
+                          cJSON_CreateNumber(w->compile_budget_ms));
   if (w->compile_budget_variants >= 0)
-    cJSON_AddNumberToObject(root, "compile_budget_variants", w->compile_budget_variants);
+    cJSON_AddNumberToObject(root, "compile_budget_variants",
+                            w->compile_budget_variants);
   cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
   for (int i = 0; i < w->nkernels; i++) {
     const lm_workload_kernel *k = &w->kernels[i];
@@ -590,13 +622,15 @@ lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *e
     if (k->max_variants)
       cJSON_AddNumberToObject(jk, "max_variants", k->max_variants);
     if (k->compile_ms >= 0)
-      cJSON_AddItemToObject(jk, "compile_ms", cJSON_CreateNumber(k->compile_ms));
+      cJSON_AddItemToObject(jk, "compile_ms",
+                            cJSON_CreateNumber(k->compile_ms));
     cJSON *bs = cJSON_AddArrayToObject(jk, "buckets");
     for (int b = 0; b < k->nbuckets; b++) {
       cJSON *jb = cJSON_CreateObject();
       cJSON_AddNumberToObject(jb, "R", (double)k->buckets[b].R);
       cJSON_AddNumberToObject(jb, "C", (double)k->buckets[b].C);
-      cJSON_AddItemToObject(jb, "weight", cJSON_CreateNumber(k->buckets[b].weight));
+      cJSON_AddItemToObject(jb, "weight",
+                            cJSON_CreateNumber(k->buckets[b].weight));
       cJSON_AddItemToArray(bs, jb);
     }
     cJSON_AddItemToArray(ks, jk);
@@ -632,7 +666,8 @@ int lm_workload_equal(const lm_workload *a, const lm_workload *b) {
         x->nbuckets != y->nbuckets)
       return 0;
     for (int s = 0; s < x->nbuckets; s++)
-      if (x->buckets[s].R != y->buckets[s].R || x->buckets[s].C != y->buckets[s].C ||
+      if (x->buckets[s].R != y->buckets[s].R ||
+          x->buckets[s].C != y->buckets[s].C ||
           x->buckets[s].weight != y->buckets[s].weight)
         return 0;
   }
