@@ -167,14 +167,16 @@ lm_status lm_json_read_file(const char *path, char **out, size_t *n,
     return lm_error_set(err, LM_EINPUT, "%s: cannot open: %s", path,
                         strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (fstat(fd, &st) != 0)
+    memset(&st, 0, sizeof st);
+  if (S_ISDIR(st.st_mode)) {
     close(fd);
     return lm_error_set(err, LM_EINPUT, "%s: is a directory, not a file", path);
   }
   size_t cap = 1 << 16, len = 0;
   if (S_ISREG(st.st_mode) && st.st_size > 0 &&
       (uint64_t)st.st_size <= LM_JSON_MAX_BYTES)
-    cap = (size_t)st.st_size + 1;
+    cap = (size_t)st.st_size + 2; /* room to see the end of the file */
   char *buf = malloc(cap);
   lm_status s = LM_OK;
   for (;;) {

@@ -434,3 +434,20 @@ Test(json, the_cli_refuses_malformed_case_lists_with_exit_2) {
 Test(json, the_cli_refuses_malformed_records_with_exit_2) {
   check_cli(RECORDS);
 }
+
+Test(json, the_cli_refuses_a_file_past_the_size_limit_with_exit_2) {
+  char big[512], out[512];
+  snprintf(big, sizeof big, "%s", run_tmp("big.jsonl"));
+  snprintf(out, sizeof out, "%s", run_tmp("out.jsonl"));
+  FILE *f = fopen(big, "w");
+  cr_assert_not_null(f);
+  cr_assert_eq(ftruncate(fileno(f), (off_t)LM_JSON_MAX_BYTES + 1), 0);
+  fclose(f);
+  run_result r = RUN("records", "best", big, "-o", out);
+  cr_expect_eq(r.code, 2, "exit %d\n%s", r.code, r.err);
+  cr_expect(strstr(r.err, "big.jsonl: more than 256 MiB, the most a JSON "
+                          "file may hold") != NULL,
+            "%s", r.err);
+  cr_expect(!run_exists(out));
+  run_free(&r);
+}
