@@ -104,7 +104,9 @@ static void write_diagnostics(Wr *w, cJSON *root, const lm_profile *p) {
     add(w, l, "rel_err", lm_json_num(p->loo[i].rel_err));
   }
   /* the stored text is exact already; make it exact again after parsing */
-  cJSON *x = cJSON_Parse(p->extra);
+  cJSON *x = NULL;
+  lm_error ignored = {0};
+  lm_json_parse("diagnostics.extra", p->extra, strlen(p->extra), &x, &ignored);
   if (x && lm_json_exact(x, NULL) != LM_OK) {
     cJSON_Delete(x);
     x = NULL;

@@ -325,21 +325,29 @@ static const char *tvm_kernel(const char *task, const char *file,
   return NULL;
 }
 
-/* The variant of a TVM config: config.variant, or the entity
- * ["variant", "ot", V]. */
-static const char *tvm_variant(const cJSON *config) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, "variant");
-  if (cJSON_IsString(v))
-    return v->valuestring;
-  const cJSON *ent = cJSON_GetObjectItemCaseSensitive(config, "entity"), *e;
+/* The variant of a TVM config into *out: config.variant (a string if
+ * given), or the entity ["variant", "ot", V]; NULL if neither.  Other
+ * entities are TVM's own knobs, not read. */
+static lm_status tvm_variant(lm_json_rd *rd, const cJSON *config,
+                             const char **out) {
+  *out = NULL;
+  lm_status st =
+      lm_json_string(rd, config, "variant", LM_JSON_OPTIONAL, 0, out);
+  if (st != LM_OK || *out)
+    return st;
+  const cJSON *ent = lm_json_get(config, "entity"), *e;
+  if (ent && (st = lm_json_array(rd, config, "entity", 0, 0, INT32_MAX, &ent)))
+    return st;
   cJSON_ArrayForEach(e, ent) {
     const cJSON *name = cJSON_GetArrayItem(e, 0),
                 *val = cJSON_GetArrayItem(e, 2);
     if (cJSON_IsString(name) && strcmp(name->valuestring, "variant") == 0 &&
-        cJSON_IsString(val))
-      return val->valuestring;
+        cJSON_IsString(val)) {
+      *out = val->valuestring;
+      return LM_OK;
+    }
   }
-  return NULL;
+  return LM_OK;
 }
 
 static lm_status tvm_line(const char *where, const char *file, const cJSON *j,
@@ -390,7 +398,9 @@ static lm_status tvm_line(const char *where, const char *file, const cJSON *j,
                         "%s: $.input[2]: args name no shape [R, C], and no "
                         "--shape was given",
                         where);
-  const char *variant = tvm_variant(config);
+  const char *variant = NULL;
+  if ((st = tvm_variant(&rd, config, &variant)))
+    return st;
   if (!variant)
     variant = o->variant;
   if (!variant)

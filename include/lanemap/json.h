@@ -39,10 +39,11 @@ extern "C" {
  * of KB, the records of a full held-out run a few MB), and small enough
  * that an endless input (/dev/zero) is refused after a bounded read. */
 #define LM_JSON_MAX_BYTES ((size_t)256 << 20)
-/* The deepest nesting of objects and arrays: lanemap's own formats need 6,
- * the rest is room for a record's or profile's extension objects.  It
- * keeps the recursive walks bounded, and is far below cJSON's own limit
- * (1000), so the message is ours and names the limit. */
+/* The deepest nesting of objects and arrays: lanemap's own formats need 7
+ * (a plan's threshold runs), the rest is room for a record's or profile's
+ * extension objects.  It keeps the recursive walks bounded, and is far
+ * below cJSON's own limit (1000), so the message is ours and names the
+ * limit. */
 #define LM_JSON_MAX_DEPTH 64
 /* Room for the text of any double from lm_json_fmt_double. */
 #define LM_JSON_NUM_LEN 32
