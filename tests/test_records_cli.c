@@ -237,3 +237,10 @@ Test(records_cli, a_tvm_shape_that_is_not_an_integer_is_refused) {
                "positive integer, got 8.5",
                1);
 }
+
+Test(records_cli, a_tvm_variant_that_is_not_a_string_is_refused) {
+  import_fails(FIX "tvm_variant_not_a_string.jsonl",
+               "tvm_variant_not_a_string.jsonl:1: $.config.variant: expected a "
+               "non-empty string, got 7",
+               1);
+}
