@@ -82,14 +82,6 @@ void lm_dispatch_free(lm_dispatch *d) {
   free(d);
 }
 
-static char *dupstr(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
-
 /* Load kernel i of the plan and check it against the plan. */
 static lm_status load_kernel(const lm_plan *plan, int i, int check_hash, lm_kernel **out,
                              lm_error *err) {
@@ -138,7 +130,7 @@ lm_status lm_dispatch_new(const lm_plan *plan, const lm_dispatch_opts *o,
     dkernel *k = &d->kernels[i];
     if ((s = load_kernel(plan, i, o->check_hash, &k->k, err)) != LM_OK)
       break;
-    k->name = dupstr(pk->name);
+    k->name = lm_strdup(pk->name);
     k->compiled = calloc((size_t)pk->nvariants, sizeof *k->compiled);
     k->vnames = calloc((size_t)pk->nvariants, sizeof *k->vnames);
     k->R = malloc(sizeof *k->R * (size_t)pk->nbuckets);
@@ -162,7 +154,7 @@ lm_status lm_dispatch_new(const lm_plan *plan, const lm_dispatch_opts *o,
     k->nbuckets = pk->nbuckets;
     for (int v = 0; v < pk->nvariants && s == LM_OK; v++) {
       lm_variant var;
-      k->vnames[v] = dupstr(pk->variants[v]);
+      k->vnames[v] = lm_strdup(pk->variants[v]);
       if (!k->vnames[v])
         s = lm_error_set(err, LM_ESYS, "dispatch: out of memory");
       else if ((s = lm_variant_parse(pk->variants[v], &var, err)) == LM_OK &&

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
+#include "lanemap/json.h"
 
 #include "bench/anchors/anchors.h"
 #include "lanemap/verify.h"
@@ -170,14 +170,12 @@ int main(int argc, char **argv) {
   }
   char path[1024];
   snprintf(path, sizeof path, "%s/kernels/suite.json", LANEMAP_SOURCE_DIR);
-  char *text = NULL;
+  cJSON *suite = NULL;
   lm_error err;
-  if (lm_file_read(path, &text, NULL, &err) != LM_OK) {
+  if (lm_json_load(path, &suite, &err) != LM_OK) {
     fprintf(stderr, "%s\n", err.msg);
     return 2;
   }
-  cJSON *suite = cJSON_Parse(text);
-  free(text);
   printf("# mapping matrix: single-threaded, host ISA, %d samples x %.0f ms\n",
          op.samples, op.sample_ms);
   int rc = 0;

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
+#include "lanemap/json.h"
 
 #include "lanemap/calibrate.h"
 #include "lanemap/verify.h"
@@ -186,13 +186,11 @@ int main(int argc, char **argv) {
   }
   char path[1024];
   snprintf(path, sizeof path, "%s/kernels/suite.json", LANEMAP_SOURCE_DIR);
-  char *text;
-  if (lm_file_read(path, &text, NULL, &err)) {
+  cJSON *suite = NULL;
+  if (lm_json_load(path, &suite, &err)) {
     fprintf(stderr, "%s\n", err.msg);
     return 2;
   }
-  cJSON *suite = cJSON_Parse(text);
-  free(text);
   printf("# model accuracy (profile %s, measured %s)\n\n", ppath, use_p50 ? "p50" : "min");
   printf("| case | workers | variants | MAPE | Kendall tau | top-1 regret | predicted best | "
          "measured best |\n|---|---|---:|---:|---:|---:|---|---|\n");

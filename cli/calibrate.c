@@ -13,6 +13,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "lanemap/json.h"
 #include "lanemap/calibrate.h"
 
 static const char usage[] =
@@ -61,7 +62,11 @@ void cli_print_profile(const lm_profile *p, double seconds) {
     if (lm_profile_loo_at(p, i)->rel_err > worst)
       worst = lm_profile_loo_at(p, i)->rel_err, wn = lm_profile_loo_at(p, i)->bench;
   printf("leave-one-benchmark-out: worst %.1f%% (%s)\n", 100 * worst, wn);
-  cJSON *x = lm_profile_get_extra(p) ? cJSON_Parse(lm_profile_get_extra(p)) : NULL;
+  const char *extra = lm_profile_get_extra(p);
+  cJSON *x = NULL;
+  lm_error ignored = {0};
+  if (extra) /* the profile's own text: valid JSON */
+    lm_json_parse("diagnostics.extra", extra, strlen(extra), &x, &ignored);
   cJSON *c;
   cJSON_ArrayForEach(c, cJSON_GetObjectItem(x, "composition")) {
     double m = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "measured_ns"));

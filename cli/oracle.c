@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "lanemap/json.h"
 #include "lanemap/cases.h"
 
 static const char usage[] =
@@ -45,7 +46,10 @@ lm_status cli_oracle_record(const char *file, const lm_kernel *k,
   if (st != LM_OK)
     goto error;
   summary = lm_oracle_summary_json(k, data, oracle);
-  cJSON *sum = summary ? cJSON_Parse(summary) : NULL;
+  cJSON *sum = NULL;
+  lm_error ignored = {0};
+  if (summary)
+    lm_json_parse("oracle summary", summary, strlen(summary), &sum, &ignored);
   rec = cJSON_CreateObject();
   if (!sum || !rec) {
     cJSON_Delete(sum);

@@ -37,6 +37,8 @@
  * best keeps, per (kernel hash, shape), the record with the least median
  * among those not failing verification (lm_records_best), in the order of
  * first appearance, and writes OUT atomically. */
+#include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "lanemap/json.h"
 #include "lanemap/records.h"
 
 static const char usage[] =
@@ -76,8 +79,8 @@ typedef struct kernel_cache {
 
 typedef struct import_opts {
   const char *out;
-  const char *kernel; /* --kernel: default kernel file */
-  const char *shape;  /* --shape: default "R,C" */
+  const char *kernel;  /* --kernel: default kernel file */
+  const char *shape;   /* --shape: default "R,C" */
   const char *variant; /* --variant: default variant string */
 } import_opts;
 
@@ -96,8 +99,7 @@ static const lm_kernel *cache_get(kernel_cache *kc, const char *path,
     if (strcmp(kc->path[i], path) == 0)
       return kc->k[i];
   if (kc->n == MAX_KERNELS) {
-    lm_error_set(err, LM_EINPUT, "more than %d distinct kernels",
-                 MAX_KERNELS);
+    lm_error_set(err, LM_EINPUT, "more than %d distinct kernels", MAX_KERNELS);
     return NULL;
   }
   lm_kernel *k = NULL;
@@ -145,13 +147,13 @@ static lm_status map_entry(kernel_cache *kc, const char *where,
   lm_variant v;
   if (lm_variant_parse(variant, &v, &e) != LM_OK ||
       lm_variant_check(k, &v, &e) != LM_OK)
-    return lm_error_set(err, LM_EINPUT, "%s: variant '%s': %s", where,
-                        variant, e.msg);
+    return lm_error_set(err, LM_EINPUT, "%s: variant '%s': %s", where, variant,
+                        e.msg);
   long long R = 0, C = 0;
   int used = 0;
   if (sscanf(shape, "%lld%*[,x]%lld%n", &R, &C, &used) != 2)
-    return lm_error_set(err, LM_EINPUT, "%s: shape '%s': expected R,C",
-                        where, shape);
+    return lm_error_set(err, LM_EINPUT, "%s: shape '%s': expected R,C", where,
+                        shape);
   char buf[128];
   r->kernel = strdup(kpath);
   r->kernel_hash = malloc(17);
@@ -196,41 +198,32 @@ static const char *word_opt(char **w, int nw, const char *name) {
 
 /* A number field >= 0 of a hyperfine result into *out; absent or null is
  * NAN unless required. */
-static lm_status hf_number(const cJSON *res, const char *name, int required,
-                           const char *where, double *out, lm_error *err) {
-  const cJSON *j = cJSON_GetObjectItemCaseSensitive(res, name);
+static lm_status hf_number(lm_json_rd *rd, const cJSON *res, const char *name,
+                           int required, double *out) {
   *out = NAN;
-  if (!j || cJSON_IsNull(j)) {
-    if (required)
-      return lm_error_set(err, LM_EINPUT, "%s.%s: missing", where, name);
-    return LM_OK;
-  }
-  if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble < 0)
-    return lm_error_set(err, LM_EINPUT, "%s.%s: expected a number >= 0",
-                        where, name);
-  *out = j->valuedouble;
-  return LM_OK;
+  return lm_json_number(rd, res, name,
+                        required ? 0 : LM_JSON_OPTIONAL | LM_JSON_NULL_OK, 0,
+                        DBL_MAX, out);
 }
 
 static lm_status import_hyperfine(const char *file, const cJSON *root,
                                   const import_opts *o, kernel_cache *kc,
                                   lm_records *acc, int *added, lm_error *err) {
-  const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
-  if (!cJSON_IsArray(results))
-    return lm_error_set(err, LM_EINPUT, "%s: results: expected an array",
-                        file);
+  lm_json_rd rd = {file, root, err};
+  const cJSON *results = NULL, *res;
+  lm_status st = lm_json_array(&rd, root, "results", 0, 0, INT32_MAX, &results);
+  if (st != LM_OK)
+    return st;
   int i = 0;
-  const cJSON *res;
   cJSON_ArrayForEach(res, results) {
-    char where[600], words[4096], *w[256], kbuf[4096];
-    snprintf(where, sizeof where, "%s: results[%d]", file, i++);
-    if (!cJSON_IsObject(res))
-      return lm_error_set(err, LM_EINPUT, "%s: expected an object", where);
-    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(res, "command");
-    if (!cJSON_IsString(cmd))
-      return lm_error_set(err, LM_EINPUT, "%s.command: expected a string",
-                          where);
-    int nw = split_words(cmd->valuestring, words, sizeof words, w, 256);
+    char where[600], words[4096], *w[256], kbuf[4096], path[64];
+    const char *cmd = NULL;
+    snprintf(path, sizeof path, "$.results[%d]", i++);
+    snprintf(where, sizeof where, "%s: %s", file, path);
+    if ((st = lm_json_object(&rd, res, NULL, 0, &res)) != LM_OK ||
+        (st = lm_json_string(&rd, res, "command", 0, 0, &cmd)) != LM_OK)
+      return st;
+    int nw = split_words(cmd, words, sizeof words, w, 256);
     const char *kernel = NULL;
     for (int j = 0; j + 1 < nw && !kernel; j++)
       if (strcmp(w[j], "bench") == 0 || strcmp(w[j], "run") == 0)
@@ -254,53 +247,45 @@ static lm_status import_hyperfine(const char *file, const cJSON *root,
                           : !variant ? "variant (--variant V)"
                                      : NULL;
     if (missing)
-      return lm_error_set(err, LM_EINPUT,
-                          "%s.command: cannot map '%s' onto a lanemap "
-                          "measurement: it names no %s",
-                          where, cmd->valuestring, missing);
+      return lm_json_error(&rd, res, "command",
+                           "cannot map '%s' onto a lanemap measurement: it "
+                           "names no %s",
+                           cmd, missing);
     if (strchr(variant, ','))
-      return lm_error_set(err, LM_EINPUT,
-                          "%s.command: names several variants (%s); a "
-                          "hyperfine result is one measurement of one",
-                          where, variant);
+      return lm_json_error(&rd, res, "command",
+                           "names several variants (%s); a hyperfine result is "
+                           "one measurement of one",
+                           variant);
     lm_record r;
     lm_record_init(&r);
-    lm_status st = map_entry(kc, where, resolve(kernel, file, kbuf, sizeof kbuf),
-                             shape, variant, &r, err);
+    const cJSON *times = NULL;
+    st = map_entry(kc, where, resolve(kernel, file, kbuf, sizeof kbuf), shape,
+                   variant, &r, err);
     if (st == LM_OK)
-      st = hf_number(res, "mean", 1, where, &r.mean, err);
+      st = hf_number(&rd, res, "mean", 1, &r.mean);
     if (st == LM_OK)
-      st = hf_number(res, "stddev", 0, where, &r.stddev, err);
+      st = hf_number(&rd, res, "stddev", 0, &r.stddev);
     if (st == LM_OK)
-      st = hf_number(res, "median", 0, where, &r.median, err);
+      st = hf_number(&rd, res, "median", 0, &r.median);
     if (st == LM_OK)
-      st = hf_number(res, "min", 0, where, &r.min, err);
+      st = hf_number(&rd, res, "min", 0, &r.min);
     if (st == LM_OK)
-      st = hf_number(res, "max", 0, where, &r.max, err);
-    const cJSON *times = cJSON_GetObjectItemCaseSensitive(res, "times");
+      st = hf_number(&rd, res, "max", 0, &r.max);
+    if (st == LM_OK)
+      st = lm_json_array(&rd, res, "times", LM_JSON_OPTIONAL, 0, INT32_MAX,
+                         &times);
     if (st == LM_OK && times) {
-      if (!cJSON_IsArray(times)) {
-        st = lm_error_set(err, LM_EINPUT, "%s.times: expected an array",
-                          where);
-      } else {
-        int n = cJSON_GetArraySize(times), t = 0;
-        r.times = n ? malloc(sizeof *r.times * (size_t)n) : NULL;
-        if (n && !r.times)
-          st = lm_error_set(err, LM_ESYS, "out of memory");
-        const cJSON *x;
-        cJSON_ArrayForEach(x, times) {
-          if (st != LM_OK)
-            break;
-          if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) ||
-              x->valuedouble < 0)
-            st = lm_error_set(err, LM_EINPUT,
-                              "%s.times[%d]: expected a number >= 0", where,
-                              t);
-          else
-            r.times[t++] = x->valuedouble;
-        }
-        r.ntimes = t;
+      int n = cJSON_GetArraySize(times), t = 0;
+      r.times = n ? malloc(sizeof *r.times * (size_t)n) : NULL;
+      if (n && !r.times)
+        st = lm_error_set(err, LM_ESYS, "out of memory");
+      const cJSON *x;
+      cJSON_ArrayForEach(x, times) {
+        if (st != LM_OK)
+          break;
+        st = lm_json_number(&rd, x, NULL, 0, 0, DBL_MAX, &r.times[t++]);
       }
+      r.ntimes = st == LM_OK ? t : 0;
     }
     if (st == LM_OK)
       st = lm_record_stamp(&r, err);
@@ -308,7 +293,7 @@ static lm_status import_hyperfine(const char *file, const cJSON *root,
       r.extra = cJSON_CreateObject();
       if (!r.extra ||
           !cJSON_AddStringToObject(r.extra, "source", "hyperfine") ||
-          !cJSON_AddStringToObject(r.extra, "command", cmd->valuestring))
+          !cJSON_AddStringToObject(r.extra, "command", cmd))
         st = lm_error_set(err, LM_ESYS, "out of memory");
     }
     if (st != LM_OK) {
@@ -326,8 +311,8 @@ static lm_status import_hyperfine(const char *file, const cJSON *root,
 /* The kernel file a TVM task names: a --kernel whose kernel has that name,
  * or a path to a .lk file. */
 static const char *tvm_kernel(const char *task, const char *file,
-                              const import_opts *o, kernel_cache *kc,
-                              char *buf, size_t n) {
+                              const import_opts *o, kernel_cache *kc, char *buf,
+                              size_t n) {
   if (o->kernel) {
     lm_error e = {0};
     const lm_kernel *k = cache_get(kc, o->kernel, &e);
@@ -340,112 +325,112 @@ static const char *tvm_kernel(const char *task, const char *file,
   return NULL;
 }
 
-/* The variant of a TVM config: config.variant, or the entity
- * ["variant", "ot", V]. */
-static const char *tvm_variant(const cJSON *config) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, "variant");
-  if (cJSON_IsString(v))
-    return v->valuestring;
-  const cJSON *ent = cJSON_GetObjectItemCaseSensitive(config, "entity"), *e;
+/* The variant of a TVM config into *out: config.variant (a string if
+ * given), or the entity ["variant", "ot", V]; NULL if neither.  Other
+ * entities are TVM's own knobs, not read. */
+static lm_status tvm_variant(lm_json_rd *rd, const cJSON *config,
+                             const char **out) {
+  *out = NULL;
+  lm_status st =
+      lm_json_string(rd, config, "variant", LM_JSON_OPTIONAL, 0, out);
+  if (st != LM_OK || *out)
+    return st;
+  const cJSON *ent = lm_json_get(config, "entity"), *e;
+  if (ent && (st = lm_json_array(rd, config, "entity", 0, 0, INT32_MAX, &ent)))
+    return st;
   cJSON_ArrayForEach(e, ent) {
-    const cJSON *name = cJSON_GetArrayItem(e, 0), *val = cJSON_GetArrayItem(e, 2);
+    const cJSON *name = cJSON_GetArrayItem(e, 0),
+                *val = cJSON_GetArrayItem(e, 2);
     if (cJSON_IsString(name) && strcmp(name->valuestring, "variant") == 0 &&
-        cJSON_IsString(val))
-      return val->valuestring;
+        cJSON_IsString(val)) {
+      *out = val->valuestring;
+      return LM_OK;
+    }
   }
-  return NULL;
+  return LM_OK;
 }
 
-static lm_status tvm_line(const char *where, const char *file,
-                          const cJSON *j, const import_opts *o,
-                          kernel_cache *kc, lm_record *r, int *skipped,
-                          lm_error *err) {
-  const cJSON *input = cJSON_GetObjectItemCaseSensitive(j, "input");
-  const cJSON *config = cJSON_GetObjectItemCaseSensitive(j, "config");
-  const cJSON *result = cJSON_GetObjectItemCaseSensitive(j, "result");
-  if (!cJSON_IsArray(input) || cJSON_GetArraySize(input) < 2)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: input: expected [target, task, args, ...]",
-                        where);
-  if (!cJSON_IsObject(config))
-    return lm_error_set(err, LM_EINPUT, "%s: config: expected an object",
-                        where);
-  if (!cJSON_IsArray(result) || cJSON_GetArraySize(result) < 2)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: result: expected [costs, error_no, ...]", where);
-  const cJSON *errno_j = cJSON_GetArrayItem(result, 1);
-  if (!cJSON_IsNumber(errno_j))
-    return lm_error_set(err, LM_EINPUT, "%s: result[1]: expected error_no",
-                        where);
-  if (errno_j->valueint != 0) {
+static lm_status tvm_line(const char *where, const char *file, const cJSON *j,
+                          const import_opts *o, kernel_cache *kc, lm_record *r,
+                          int *skipped, lm_error *err) {
+  lm_json_rd rd = {where, j, err};
+  const cJSON *input = NULL, *config = NULL, *result = NULL;
+  int64_t error_no = 0;
+  lm_status st;
+  if ((st = lm_json_array(&rd, j, "input", 0, 2, INT32_MAX, &input)) ||
+      (st = lm_json_object(&rd, j, "config", 0, &config)) ||
+      (st = lm_json_array(&rd, j, "result", 0, 2, INT32_MAX, &result)) ||
+      (st = lm_json_int(&rd, result->child->next, NULL, 0, INT32_MIN, INT32_MAX,
+                        &error_no)))
+    return st;
+  if (error_no != 0) {
     (*skipped)++;
     return LM_EFAIL; /* a failed measurement: not an error, not a record */
   }
-  const cJSON *target = cJSON_GetArrayItem(input, 0);
-  const cJSON *task = cJSON_GetArrayItem(input, 1);
-  if (!cJSON_IsString(task))
-    return lm_error_set(err, LM_EINPUT, "%s: input[1]: expected the task "
-                                        "name", where);
+  const cJSON *target = input->child;
+  const char *taskname = NULL;
+  if ((st = lm_json_string(&rd, target->next, NULL, 0, 0, &taskname)))
+    return st;
   char kbuf[4096], sbuf[64];
-  const char *kpath =
-      tvm_kernel(task->valuestring, file, o, kc, kbuf, sizeof kbuf);
+  const char *kpath = tvm_kernel(taskname, file, o, kc, kbuf, sizeof kbuf);
   if (!kpath)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: input[1]: task '%s' names no lanemap kernel: "
-                        "give --kernel K.lk whose kernel is named '%s', or "
-                        "log the task as a path to a .lk file",
-                        where, task->valuestring, task->valuestring);
+    return lm_json_error(&rd, target->next, NULL,
+                         "task '%s' names no lanemap kernel: give --kernel "
+                         "K.lk whose kernel is named '%s', or log the task as "
+                         "a path to a .lk file",
+                         taskname, taskname);
   const char *shape = o->shape;
-  const cJSON *args = cJSON_GetArrayItem(input, 2);
+  const cJSON *args = target->next->next;
   if (cJSON_IsArray(args) && cJSON_GetArraySize(args) == 2 &&
-      cJSON_IsNumber(cJSON_GetArrayItem(args, 0)) &&
-      cJSON_IsNumber(cJSON_GetArrayItem(args, 1))) {
-    snprintf(sbuf, sizeof sbuf, "%.0f,%.0f",
-             cJSON_GetArrayItem(args, 0)->valuedouble,
-             cJSON_GetArrayItem(args, 1)->valuedouble);
+      cJSON_IsNumber(args->child) && cJSON_IsNumber(args->child->next)) {
+    /* args [R, C]: a shape, so two positive integers */
+    int64_t R = 0, C = 0;
+    if ((st =
+             lm_json_int(&rd, args->child, NULL, 0, 1, INT64_C(1) << 53, &R)) ||
+        (st = lm_json_int(&rd, args->child->next, NULL, 0, 1, INT64_C(1) << 53,
+                          &C)))
+      return st;
+    snprintf(sbuf, sizeof sbuf, "%" PRId64 ",%" PRId64, R, C);
     shape = sbuf;
   }
   if (!shape)
     return lm_error_set(err, LM_EINPUT,
-                        "%s: input[2]: args name no shape [R, C], and no "
+                        "%s: $.input[2]: args name no shape [R, C], and no "
                         "--shape was given",
                         where);
-  const char *variant = tvm_variant(config);
+  const char *variant = NULL;
+  if ((st = tvm_variant(&rd, config, &variant)))
+    return st;
   if (!variant)
     variant = o->variant;
   if (!variant)
     return lm_error_set(err, LM_EINPUT,
-                        "%s: config: names no lanemap variant (expected "
+                        "%s: $.config: names no lanemap variant (expected "
                         "config.variant or an entity [\"variant\", \"ot\", "
                         "V]), and no --variant was given",
                         where);
-  lm_status st = map_entry(kc, where, kpath, shape, variant, r, err);
+  st = map_entry(kc, where, kpath, shape, variant, r, err);
   if (st != LM_OK)
     return st;
-  const cJSON *costs = cJSON_GetArrayItem(result, 0), *c;
+  const cJSON *costs = NULL, *c;
+  if ((st = lm_json_array(&rd, result->child, NULL, 0, 1, INT32_MAX, &costs)))
+    return st;
   int n = cJSON_GetArraySize(costs), i = 0;
-  if (!cJSON_IsArray(costs) || n == 0)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: result[0]: expected a non-empty array of costs",
-                        where);
   double *ns = malloc(sizeof *ns * (size_t)n);
   if (!ns)
     return lm_error_set(err, LM_ESYS, "out of memory");
   cJSON_ArrayForEach(c, costs) {
-    if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || c->valuedouble < 0) {
+    if ((st = lm_json_number(&rd, c, NULL, 0, 0, DBL_MAX, &ns[i]))) {
       free(ns);
-      return lm_error_set(err, LM_EINPUT,
-                          "%s: result[0][%d]: expected a cost in seconds "
-                          ">= 0",
-                          where, i);
+      return st;
     }
-    ns[i++] = c->valuedouble * 1e9;
+    ns[i++] *= 1e9; /* s to ns */
   }
   lm_error e = {0};
   st = lm_record_set_samples(r, ns, n, &e);
   free(ns);
   if (st != LM_OK)
-    return lm_error_set(err, st, "%s: result[0]: %s", where, e.msg);
+    return lm_error_set(err, st, "%s: $.result[0]: %s", where, e.msg);
   const cJSON *ts = cJSON_GetArrayItem(result, 3);
   if (cJSON_IsNumber(ts) && isfinite(ts->valuedouble) && ts->valuedouble >= 0 &&
       ts->valuedouble < 253402300800.0) {
@@ -462,32 +447,42 @@ static lm_status tvm_line(const char *where, const char *file,
   }
   r->extra = cJSON_CreateObject();
   if (!r->extra || !cJSON_AddStringToObject(r->extra, "source", "tvm") ||
-      !cJSON_AddStringToObject(r->extra, "task", task->valuestring) ||
+      !cJSON_AddStringToObject(r->extra, "task", taskname) ||
       (cJSON_IsString(target) &&
        !cJSON_AddStringToObject(r->extra, "target", target->valuestring)))
     return lm_error_set(err, LM_ESYS, "out of memory");
   return LM_OK;
 }
 
-static lm_status import_tvm(const char *file, char *text, const import_opts *o,
-                            kernel_cache *kc, lm_records *acc, int *added,
-                            int *skipped, lm_error *err) {
+static lm_status import_tvm(const char *file, char *text, size_t n,
+                            const import_opts *o, kernel_cache *kc,
+                            lm_records *acc, int *added, int *skipped,
+                            lm_error *err) {
   int line = 0;
-  for (char *save = NULL, *s = strtok_r(text, "\n", &save); s;
-       s = strtok_r(NULL, "\n", &save)) {
+  for (size_t pos = 0; pos < n;) {
+    char *nl = memchr(text + pos, '\n', n - pos);
+    size_t end = nl ? (size_t)(nl - text) : n;
+    char *s = text + pos;
+    size_t len = end - pos;
+    pos = end + 1;
     line++;
-    char where[600];
-    snprintf(where, sizeof where, "%s:%d", file, line);
-    if (strspn(s, " \t\r") == strlen(s))
+    if (strspn(s, " \t\r") >= len)
       continue;
-    cJSON *j = cJSON_Parse(s);
+    char where[600];
+    snprintf(where, sizeof where, "%.580s:%d", file, line);
+    cJSON *j = NULL;
+    lm_status st = lm_json_parse_at(file, line, s, len, &j, err);
+    if (st != LM_OK)
+      return st;
     if (!cJSON_IsObject(j)) {
+      lm_json_rd rd = {where, j, err};
+      st = lm_json_expected(&rd, j, NULL, "a JSON object (a TVM log line)");
       cJSON_Delete(j);
-      return lm_error_set(err, LM_EINPUT, "%s: not a JSON object", where);
+      return st;
     }
     lm_record r;
     lm_record_init(&r);
-    lm_status st = tvm_line(where, file, j, o, kc, &r, skipped, err);
+    st = tvm_line(where, file, j, o, kc, &r, skipped, err);
     cJSON_Delete(j);
     if (st == LM_EFAIL) {
       lm_record_free(&r);
@@ -516,40 +511,53 @@ static lm_status grow(lm_records *acc, int *cap, int more, lm_error *err) {
   return LM_OK;
 }
 
+/* Which format a file is: a hyperfine export is one JSON object with
+ * results[], usually over many lines; a TVM log is one object per line.  So
+ * a first line that is a whole object with input is a TVM log; otherwise
+ * the file must be one JSON document, and its syntax errors are reported
+ * as such (file:line:col, or a file cut short). */
 static lm_status import_file(const char *file, const import_opts *o,
                              kernel_cache *kc, lm_records *acc, int *cap,
                              int *added, int *skipped, lm_error *err) {
   char *text = NULL;
   size_t n = 0;
-  lm_status st = lm_file_read(file, &text, &n, err);
+  lm_status st = lm_json_read_file(file, &text, &n, err);
   if (st != LM_OK)
     return st;
   /* Count lines for an upper bound on the records this file adds. */
   int lines = 1;
   for (size_t i = 0; i < n; i++)
     lines += text[i] == '\n';
-  cJSON *root = cJSON_Parse(text);
-  if (cJSON_IsObject(root) &&
-      cJSON_GetObjectItemCaseSensitive(root, "results")) {
-    const cJSON *res = cJSON_GetObjectItemCaseSensitive(root, "results");
-    st = grow(acc, cap, cJSON_IsArray(res) ? cJSON_GetArraySize(res) : 0, err);
+  size_t first = strspn(text, " \t\r\n");
+  const char *nl = memchr(text + first, '\n', n - first);
+  size_t len1 = nl ? (size_t)(nl - text) : n;
+  cJSON *one = NULL, *root = NULL;
+  lm_error ignored = {0};
+  int tvm = first < n &&
+            lm_json_parse(file, text, len1, &one, &ignored) == LM_OK &&
+            lm_json_get(one, "input") && !lm_json_get(one, "results");
+  cJSON_Delete(one);
+  if (first == n || tvm) {
+    st = grow(acc, cap, lines, err);
     if (st == LM_OK)
-      st = import_hyperfine(file, root, o, kc, acc, added, err);
-  } else if (cJSON_IsObject(root) &&
-             !cJSON_GetObjectItemCaseSensitive(root, "input")) {
-    st = lm_error_set(err, LM_EINPUT,
-                      "%s: a JSON object without results[] (hyperfine "
-                      "--export-json) or input (a TVM log line)",
-                      file);
-  } else if (!root && n && text[strspn(text, " \t\r\n")] != '{') {
+      st = import_tvm(file, text, n, o, kc, acc, added, skipped, err);
+  } else if (text[first] != '{') {
     st = lm_error_set(err, LM_EINPUT,
                       "%s: neither a hyperfine --export-json file nor a "
                       "TVM-style JSON Lines log",
                       file);
-  } else {
-    st = grow(acc, cap, lines, err);
-    if (st == LM_OK)
-      st = import_tvm(file, text, o, kc, acc, added, skipped, err);
+  } else if ((st = lm_json_parse(file, text, n, &root, err)) == LM_OK) {
+    const cJSON *res = lm_json_get(root, "results");
+    if (!res)
+      st = lm_error_set(err, LM_EINPUT,
+                        "%s: a JSON object without results[] (hyperfine "
+                        "--export-json) or input (a TVM log line, one object "
+                        "per line)",
+                        file);
+    else if ((st = grow(acc, cap,
+                        cJSON_IsArray(res) ? cJSON_GetArraySize(res) : 0,
+                        err)) == LM_OK)
+      st = import_hyperfine(file, root, o, kc, acc, added, err);
   }
   cJSON_Delete(root);
   free(text);
@@ -584,8 +592,7 @@ static int cmd_import(int argc, char **argv) {
         return LM_EINPUT;
       o.variant = v;
     } else if (a[0] == '-' && a[1]) {
-      return cli_usage_error(usage, "records import", "unknown option '%s'",
-                             a);
+      return cli_usage_error(usage, "records import", "unknown option '%s'", a);
     } else if (nfiles == 256) {
       return cli_usage_error(usage, "records import", "more than 256 files");
     } else {
@@ -595,8 +602,9 @@ static int cmd_import(int argc, char **argv) {
   if (!nfiles)
     return cli_usage_error(usage, "records import", "no input file");
   if (!o.out)
-    return cli_usage_error(usage, "records import", "-o OUT.jsonl is "
-                                                    "required");
+    return cli_usage_error(usage, "records import",
+                           "-o OUT.jsonl is "
+                           "required");
   lm_error err = {0};
   lm_records acc = {0};
   kernel_cache kc = {0};
@@ -668,8 +676,10 @@ static int cmd_best(int argc, char **argv) {
     st = lm_records_write(out, &best, &err);
   if (st == LM_OK) {
     if (rs.truncated)
-      fprintf(stderr, "lanemap records best: %s: skipped an unterminated "
-                      "last line\n", in);
+      fprintf(stderr,
+              "lanemap records best: %s: skipped an unterminated "
+              "last line\n",
+              in);
     printf("records best: %d records -> %d best per (kernel, shape) -> %s\n",
            rs.n, best.n, out);
   } else {
@@ -691,6 +701,8 @@ int cmd_records(int argc, char **argv) {
     return cmd_import(argc - 1, argv + 1);
   if (strcmp(argv[1], "best") == 0)
     return cmd_best(argc - 1, argv + 1);
-  return cli_usage_error(usage, "records", "unknown action '%s' (expected "
-                                           "import or best)", argv[1]);
+  return cli_usage_error(usage, "records",
+                         "unknown action '%s' (expected "
+                         "import or best)",
+                         argv[1]);
 }

@@ -59,3 +59,13 @@ char *lm_arena_strndup(lm_arena *a, const char *s, size_t n) {
 char *lm_arena_strdup(lm_arena *a, const char *s) {
   return lm_arena_strndup(a, s, strlen(s));
 }
+
+char *lm_strdup(const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}

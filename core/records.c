@@ -6,7 +6,8 @@
  * inside one, and a crash loses at most the last line, which then has no
  * newline.  A reader therefore treats an unterminated last line as an
  * interrupted append (skipped and counted) and every other malformed line
- * as an error naming `path:line: field:`.
+ * as an error naming `path:line: $.field:` (or `path:line:col:` for a
+ * line that is not JSON).
  *
  * Times are seconds, with hyperfine's names, so that the same tools read
  * both; a time that was not taken is absent from the line (JSON has no
@@ -16,6 +17,7 @@
  * version survive a round trip through an older reader. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <float.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lanemap/json.h"
 #include "lanemap/records.h"
 
 static const char *const std_fields[] = {
@@ -191,60 +194,47 @@ lm_status lm_record_to_json(const lm_record *r, cJSON **out, lm_error *err) {
 /* ---- from JSON -------------------------------------------------------------
  */
 
-static lm_status get_str(const cJSON *j, const char *where, const char *name,
-                         int required, char **out, lm_error *err) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
-  if (!v || cJSON_IsNull(v)) {
-    if (required)
-      return lm_error_set(err, LM_EINPUT, "%s: %s: missing", where, name);
-    return LM_OK;
-  }
-  if (!cJSON_IsString(v) || !v->valuestring)
-    return lm_error_set(err, LM_EINPUT, "%s: %s: expected a string", where,
-                        name);
-  if (!(*out = strdup(v->valuestring)))
-    return lm_error_set(err, LM_ESYS, "out of memory");
+/* A string field: required, or optional (absent or null is NULL). */
+static lm_status get_str(lm_json_rd *rd, const cJSON *j, const char *name,
+                         int required, char **out) {
+  const char *v = NULL;
+  int flags = LM_JSON_OPTIONAL | LM_JSON_NULL_OK | LM_JSON_EMPTY_OK;
+  lm_status st = lm_json_string(rd, j, name, required ? 0 : flags, 0, &v);
+  if (st != LM_OK || !v)
+    return st;
+  if (!(*out = lm_strdup(v)))
+    return lm_error_set(rd->err, LM_ESYS, "out of memory");
   return LM_OK;
 }
 
 /* An optional time in seconds: absent or null is NAN. */
-static lm_status get_time(const cJSON *j, const char *where, const char *name,
-                          double *out, lm_error *err) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+static lm_status get_time(lm_json_rd *rd, const cJSON *j, const char *name,
+                          double *out) {
   *out = NAN;
-  if (!v || cJSON_IsNull(v))
-    return LM_OK;
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
-    return lm_error_set(err, LM_EINPUT, "%s: %s: expected a number >= 0", where,
-                        name);
-  *out = v->valuedouble;
-  return LM_OK;
+  return lm_json_number(rd, j, name, LM_JSON_OPTIONAL | LM_JSON_NULL_OK, 0,
+                        DBL_MAX, out);
 }
 
 /* "lanemap.record/M" or "lanemap.record/M.m": same major loads. */
-static lm_status check_schema(const cJSON *j, const char *where,
-                              lm_error *err) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "schema");
+static lm_status check_schema(lm_json_rd *rd, const cJSON *j) {
   static const char prefix[] = "lanemap.record/";
-  if (!v)
-    return lm_error_set(err, LM_EINPUT, "%s: schema: missing", where);
-  if (!cJSON_IsString(v) ||
-      strncmp(v->valuestring, prefix, sizeof prefix - 1) != 0)
-    return lm_error_set(err, LM_EINPUT, "%s: schema: expected \"%s\", got %s",
-                        where, LM_RECORD_SCHEMA,
-                        cJSON_IsString(v) ? v->valuestring : "a non-string");
-  const char *num = v->valuestring + sizeof prefix - 1;
+  const char *v = NULL;
+  lm_status st = lm_json_string(rd, j, "schema", 0, 0, &v);
+  if (st != LM_OK)
+    return st;
+  const char *num = v + sizeof prefix - 1;
   char *end;
   errno = 0;
-  long major = strtol(num, &end, 10);
-  if (end == num || errno || (*end && *end != '.'))
-    return lm_error_set(err, LM_EINPUT, "%s: schema: bad version in \"%s\"",
-                        where, v->valuestring);
+  long major = strncmp(v, prefix, sizeof prefix - 1) == 0
+                   ? strtol(num, &end, 10)
+                   : -1;
+  if (major < 0 || end == num || errno || (*end && *end != '.'))
+    return lm_json_expected(rd, j, "schema", "\"" LM_RECORD_SCHEMA "\"");
   if (major != LM_RECORD_SCHEMA_MAJOR)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: schema: \"%s\" is not readable by this build "
-                        "(it reads %s)",
-                        where, v->valuestring, LM_RECORD_SCHEMA);
+    return lm_json_error(rd, j, "schema",
+                         "\"%.80s\" is not readable by this build (it reads "
+                         "%s)",
+                         v, LM_RECORD_SCHEMA);
   return LM_OK;
 }
 
@@ -257,89 +247,71 @@ static int is_hash(const char *s) {
   return 1;
 }
 
+/* The largest integer a double keeps exactly. */
+#define INT53 (INT64_C(1) << 53)
+
 lm_status lm_record_from_json(const cJSON *j, const char *where, lm_record *out,
                               lm_error *err) {
   lm_record r;
   lm_record_init(&r);
   lm_record_init(out);
-  lm_status st = LM_OK;
-  if (!where)
-    where = "record";
+  lm_json_rd rd = {where ? where : "record", j, err};
+  const cJSON *shape = NULL, *times = NULL;
+  bool verified = false;
+  lm_status st;
   if (!cJSON_IsObject(j)) {
-    st = lm_error_set(err, LM_EINPUT, "%s: expected a JSON object", where);
+    st = lm_json_expected(&rd, j, NULL, "a JSON object");
     goto error;
   }
-  if ((st = check_schema(j, where, err)) != LM_OK ||
-      (st = get_str(j, where, "kernel", 1, &r.kernel, err)) != LM_OK ||
-      (st = get_str(j, where, "kernel_hash", 1, &r.kernel_hash, err)) != LM_OK)
+  if ((st = check_schema(&rd, j)) != LM_OK ||
+      (st = get_str(&rd, j, "kernel", 1, &r.kernel)) != LM_OK ||
+      (st = get_str(&rd, j, "kernel_hash", 1, &r.kernel_hash)) != LM_OK)
     goto error;
   if (!is_hash(r.kernel_hash)) {
-    st = lm_error_set(err, LM_EINPUT,
-                      "%s: kernel_hash: expected 16 lower-case hex digits",
-                      where);
+    st = lm_json_expected(&rd, j, "kernel_hash", "16 lower-case hex digits");
     goto error;
   }
-  const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
-  const cJSON *s0 = cJSON_GetArrayItem(shape, 0);
-  const cJSON *s1 = cJSON_GetArrayItem(shape, 1);
-  if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 2 ||
-      !cJSON_IsNumber(s0) || !cJSON_IsNumber(s1) || s0->valuedouble < 1 ||
-      s1->valuedouble < 1 || s0->valuedouble > 9007199254740992.0 ||
-      s1->valuedouble > 9007199254740992.0 ||
-      s0->valuedouble != floor(s0->valuedouble) ||
-      s1->valuedouble != floor(s1->valuedouble)) {
-    st = lm_error_set(err, LM_EINPUT,
-                      "%s: shape: expected [R, C], two positive integers",
-                      where);
+  shape = lm_json_get(j, "shape");
+  if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 2) {
+    st = lm_json_expected(&rd, j, "shape", "[R, C], two positive integers");
     goto error;
   }
-  r.R = (int64_t)s0->valuedouble;
-  r.C = (int64_t)s1->valuedouble;
-  if ((st = get_str(j, where, "extra_syms", 0, &r.extra_syms, err)) != LM_OK ||
-      (st = get_str(j, where, "variant", 1, &r.variant, err)) != LM_OK ||
-      (st = get_str(j, where, "isa", 1, &r.isa, err)) != LM_OK ||
-      (st = get_str(j, where, "fingerprint", 0, &r.fingerprint, err)) !=
+  if ((st = lm_json_int(&rd, shape->child, NULL, 0, 1, INT53, &r.R)) != LM_OK ||
+      (st = lm_json_int(&rd, shape->child->next, NULL, 0, 1, INT53, &r.C)) !=
           LM_OK ||
-      (st = get_str(j, where, "timestamp", 0, &r.timestamp, err)) != LM_OK ||
-      (st = get_time(j, where, "predicted", &r.predicted, err)) != LM_OK ||
-      (st = get_time(j, where, "mean", &r.mean, err)) != LM_OK ||
-      (st = get_time(j, where, "stddev", &r.stddev, err)) != LM_OK ||
-      (st = get_time(j, where, "median", &r.median, err)) != LM_OK ||
-      (st = get_time(j, where, "min", &r.min, err)) != LM_OK ||
-      (st = get_time(j, where, "max", &r.max, err)) != LM_OK)
+      (st = get_str(&rd, j, "extra_syms", 0, &r.extra_syms)) != LM_OK ||
+      (st = get_str(&rd, j, "variant", 1, &r.variant)) != LM_OK ||
+      (st = get_str(&rd, j, "isa", 1, &r.isa)) != LM_OK ||
+      (st = get_str(&rd, j, "fingerprint", 0, &r.fingerprint)) != LM_OK ||
+      (st = get_str(&rd, j, "timestamp", 0, &r.timestamp)) != LM_OK ||
+      (st = get_time(&rd, j, "predicted", &r.predicted)) != LM_OK ||
+      (st = get_time(&rd, j, "mean", &r.mean)) != LM_OK ||
+      (st = get_time(&rd, j, "stddev", &r.stddev)) != LM_OK ||
+      (st = get_time(&rd, j, "median", &r.median)) != LM_OK ||
+      (st = get_time(&rd, j, "min", &r.min)) != LM_OK ||
+      (st = get_time(&rd, j, "max", &r.max)) != LM_OK ||
+      (st = lm_json_array(&rd, j, "times", LM_JSON_OPTIONAL | LM_JSON_NULL_OK,
+                          0, INT32_MAX, &times)) != LM_OK)
     goto error;
-  const cJSON *times = cJSON_GetObjectItemCaseSensitive(j, "times");
-  if (times && !cJSON_IsNull(times)) {
-    if (!cJSON_IsArray(times)) {
-      st = lm_error_set(err, LM_EINPUT, "%s: times: expected an array", where);
-      goto error;
-    }
+  if (cJSON_IsArray(times)) {
     int n = cJSON_GetArraySize(times);
     if (n > 0 && !(r.times = malloc((size_t)n * sizeof *r.times))) {
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto error;
     }
     int i = 0;
-    for (const cJSON *t = times->child; t; t = t->next, i++) {
-      if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble) ||
-          t->valuedouble < 0) {
-        st = lm_error_set(err, LM_EINPUT,
-                          "%s: times[%d]: expected a number >= 0", where, i);
+    for (const cJSON *t = times->child; t; t = t->next, i++)
+      if ((st = lm_json_number(&rd, t, NULL, 0, 0, DBL_MAX, &r.times[i])) !=
+          LM_OK)
         goto error;
-      }
-      r.times[i] = t->valuedouble;
-    }
     r.ntimes = n;
   }
-  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "verified");
-  if (ver && !cJSON_IsNull(ver)) {
-    if (!cJSON_IsBool(ver)) {
-      st = lm_error_set(err, LM_EINPUT,
-                        "%s: verified: expected true, false or null", where);
-      goto error;
-    }
-    r.verified = cJSON_IsTrue(ver);
-  }
+  const cJSON *ver = lm_json_get(j, "verified");
+  if ((st = lm_json_bool(&rd, j, "verified", LM_JSON_OPTIONAL | LM_JSON_NULL_OK,
+                         &verified)) != LM_OK)
+    goto error;
+  if (cJSON_IsBool(ver))
+    r.verified = verified;
   for (const cJSON *e = j->child; e; e = e->next) {
     if (!e->string || is_std_field(e->string))
       continue;
@@ -364,31 +336,6 @@ error:
 /* ---- files ------------------------------------------------------------------
  */
 
-/* cJSON prints a double with 15 significant digits whenever that comes
- * within an epsilon of it, which loses the last bits; a record must read
- * back the times it wrote.  Every number of the tree becomes raw text with
- * the fewest digits that parse back to the same double. */
-static int exact_numbers(cJSON *j) {
-  for (cJSON *e = j; e; e = e->next) {
-    if (cJSON_IsNumber(e)) {
-      char buf[40];
-      for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, e->valuedouble);
-        if (strtod(buf, NULL) == e->valuedouble)
-          break;
-      }
-      char *text = strdup(buf);
-      if (!text)
-        return 0;
-      e->type = cJSON_Raw | (e->type & cJSON_StringIsConst);
-      e->valuestring = text;
-    } else if (e->child && !exact_numbers(e->child)) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
 /* r as one line with its newline; malloc'ed. */
 static lm_status record_line(const lm_record *r, char **line, size_t *n,
                              lm_error *err) {
@@ -396,21 +343,13 @@ static lm_status record_line(const lm_record *r, char **line, size_t *n,
   lm_status st = lm_record_to_json(r, &j, err);
   if (st != LM_OK)
     return st;
-  char *s = exact_numbers(j->child) ? cJSON_PrintUnformatted(j) : NULL;
+  /* cJSON prints a double with 15 digits whenever that comes within an
+   * epsilon of it; a record must read back the times it wrote */
+  st = lm_json_exact(j, err);
+  if (st == LM_OK)
+    st = lm_json_print(j, false, line, n, err);
   cJSON_Delete(j);
-  if (!s)
-    return lm_error_set(err, LM_ESYS, "out of memory");
-  size_t len = strlen(s);
-  char *l = realloc(s, len + 2);
-  if (!l) {
-    free(s);
-    return lm_error_set(err, LM_ESYS, "out of memory");
-  }
-  l[len] = '\n';
-  l[len + 1] = 0;
-  *line = l;
-  *n = len + 1;
-  return LM_OK;
+  return st;
 }
 
 lm_status lm_records_append(const char *path, const lm_record *r,
@@ -483,7 +422,7 @@ lm_status lm_records_read(const char *path, lm_records *out, lm_error *err) {
   memset(out, 0, sizeof *out);
   char *text = NULL;
   size_t len = 0;
-  lm_status st = lm_file_read(path, &text, &len, err);
+  lm_status st = lm_json_read_file(path, &text, &len, err);
   if (st != LM_OK)
     return st;
   lm_records rs = {0};
@@ -513,21 +452,10 @@ lm_status lm_records_read(const char *path, lm_records *out, lm_error *err) {
     size_t linelen = end - pos;
     if (!blank(text + pos, linelen)) {
       sprintf(where, "%s:%d", path, lineno);
-      const char *parse_end = NULL;
-      cJSON *j = cJSON_ParseWithOpts(text + pos, &parse_end, 0);
-      if (!j) {
-        st = lm_error_set(
-            err, LM_EINPUT, "%s: not valid JSON near column %ld", where,
-            parse_end ? (long)(parse_end - (text + pos)) + 1 : 1L);
+      cJSON *j = NULL;
+      st = lm_json_parse_at(path, lineno, text + pos, linelen, &j, err);
+      if (st != LM_OK)
         goto error;
-      }
-      if (!blank(parse_end, strlen(parse_end))) {
-        cJSON_Delete(j);
-        st = lm_error_set(err, LM_EINPUT,
-                          "%s: text after the record at column %ld", where,
-                          (long)(parse_end - (text + pos)) + 1);
-        goto error;
-      }
       lm_record r;
       st = lm_record_from_json(j, where, &r, err);
       cJSON_Delete(j);

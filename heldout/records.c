@@ -22,12 +22,14 @@
  * A case rebuilt from records has its variants in index order, so the
  * choices the harness recomputes index the same variants as in the run
  * that measured them. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lanemap/heldout.h"
+#include "lanemap/json.h"
 
 static int add_num(cJSON *o, const char *name, double x) {
   return !isfinite(x) || cJSON_AddNumberToObject(o, name, x) != NULL;
@@ -96,16 +98,16 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
     if ((st = lm_record_stamp(r, err)) != LM_OK)
       goto error;
     cJSON *x = r->extra = cJSON_CreateObject();
-    ok = x && cJSON_AddStringToObject(x, "case", c->id) &&
-         (!c->split || cJSON_AddStringToObject(x, "split", c->split)) &&
-         (!c->protocol ||
-          cJSON_AddStringToObject(x, "protocol", c->protocol)) &&
-         cJSON_AddNumberToObject(x, "case_variant", i) &&
-         cJSON_AddNumberToObject(x, "case_variants", c->nvariants) &&
-         add_num(x, "pred_cross", v->pred_cross * 1e-9) &&
-         add_num(x, "pred_default", v->pred_default * 1e-9) &&
-         add_num(x, "pred_roofline", v->pred_roofline * 1e-9) &&
-         add_num(x, "spread", v->spread);
+    ok =
+        x && cJSON_AddStringToObject(x, "case", c->id) &&
+        (!c->split || cJSON_AddStringToObject(x, "split", c->split)) &&
+        (!c->protocol || cJSON_AddStringToObject(x, "protocol", c->protocol)) &&
+        cJSON_AddNumberToObject(x, "case_variant", i) &&
+        cJSON_AddNumberToObject(x, "case_variants", c->nvariants) &&
+        add_num(x, "pred_cross", v->pred_cross * 1e-9) &&
+        add_num(x, "pred_default", v->pred_default * 1e-9) &&
+        add_num(x, "pred_roofline", v->pred_roofline * 1e-9) &&
+        add_num(x, "spread", v->spread);
     if (ok && v->terms && run->nterms > 0) {
       cJSON *t = cJSON_AddObjectToObject(x, "terms_ns");
       ok = t != NULL;
@@ -134,33 +136,35 @@ error:
  */
 
 static const cJSON *field(const lm_record *r, const char *name) {
-  return r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, name) : NULL;
+  return lm_json_get(r->extra, name);
 }
 
-/* A non-negative integer field of extra. */
+/* A non-negative integer field of extra; messages name record idx, and the
+ * field by its path in the record's line. */
 static lm_status int_field(const lm_record *r, int idx, const char *name,
                            int *out, lm_error *err) {
-  const cJSON *v = field(r, name);
-  if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e9 ||
-      v->valuedouble != floor(v->valuedouble))
-    return lm_error_set(err, LM_EINPUT,
-                        "record %d: %s: expected an integer >= 0", idx, name);
-  *out = (int)v->valuedouble;
-  return LM_OK;
+  char where[32];
+  snprintf(where, sizeof where, "record %d", idx);
+  lm_json_rd rd = {where, r->extra, err};
+  int64_t v = 0;
+  lm_status st = lm_json_int(&rd, r->extra, name, 0, 0, 1000000000, &v);
+  *out = (int)v;
+  return st;
 }
 
 /* An optional number of extra: absent or null is NAN. */
 static lm_status num_field(const lm_record *r, int idx, const char *name,
                            double scale, double *out, lm_error *err) {
-  const cJSON *v = field(r, name);
+  char where[32];
+  snprintf(where, sizeof where, "record %d", idx);
+  lm_json_rd rd = {where, r->extra, err};
   *out = NAN;
-  if (!v || cJSON_IsNull(v))
-    return LM_OK;
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-    return lm_error_set(err, LM_EINPUT, "record %d: %s: expected a number", idx,
-                        name);
-  *out = v->valuedouble * scale;
-  return LM_OK;
+  lm_status st =
+      lm_json_number(&rd, r->extra, name, LM_JSON_OPTIONAL | LM_JSON_NULL_OK,
+                     -DBL_MAX, DBL_MAX, out);
+  if (st == LM_OK && !isnan(*out))
+    *out *= scale;
+  return st;
 }
 
 static int same_opt(const char *a, const char *b) {

@@ -6,26 +6,19 @@
  * form runs of one variant each, and the plan lists them as thresholds:
  * run i covers R >= from_R[i] up to the next threshold.  The reader checks
  * every field it needs and names the first bad one with its JSON path
- * (kernels[1].buckets[4].variant); fields it does not know are ignored, so
- * a plan can carry notes. */
+ * ($.kernels[1].buckets[4].variant).  Fields the format does not define
+ * are errors; notes ride in "about". */
 #include "lanemap/plan.h"
 
-#include <cjson/cJSON.h>
+#include "lanemap/json.h"
+
+#include <ctype.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *dupstr(const char *s) {
-  if (!s)
-    return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
 
 void lm_plan_free(lm_plan *p) {
   if (!p)
@@ -115,7 +108,7 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
   lm_status s = LM_OK;
   if (!p)
     return lm_error_set(err, LM_ESYS, "plan: out of memory");
-  p->workload = dupstr(strcmp(w->name, "<code>") ? w->name : "");
+  p->workload = lm_strdup(strcmp(w->name, "<code>") ? w->name : "");
   p->nprofiles = w->nisa;
   for (int i = 0; i < w->nisa; i++) {
     snprintf(p->profiles[i].isa, sizeof p->profiles[i].isa, "%s",
@@ -151,10 +144,10 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
     int nv = pk->nvariants, nb = wk->nbuckets;
     int *map = malloc(sizeof *map * (size_t)nv);
     char abs[4096];
-    k->name = dupstr(wk->k ? wk->k->name : "");
-    k->path = dupstr(realpath(wk->resolved, abs) ? abs : wk->resolved);
+    k->name = lm_strdup(wk->k ? wk->k->name : "");
+    k->path = lm_strdup(realpath(wk->resolved, abs) ? abs : wk->resolved);
     k->hash = calloc(17, 1);
-    k->extra = dupstr(wk->extra);
+    k->extra = lm_strdup(wk->extra);
     k->variants = calloc((size_t)nv, sizeof *k->variants);
     k->buckets = calloc((size_t)nb, sizeof *k->buckets);
     if (!map || !k->name || !k->path || !k->hash || !k->variants || !k->buckets ||
@@ -173,7 +166,7 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
         char buf[128];
         lm_variant_format(&pk->variants[v], buf, sizeof buf);
         map[v] = k->nvariants;
-        k->variants[k->nvariants++] = dupstr(buf);
+        k->variants[k->nvariants++] = lm_strdup(buf);
       }
     }
     for (int b = 0; b < nb; b++) { /* solver order back to workload order */
@@ -206,98 +199,100 @@ done:
 
 /* Non-finite numbers are written as null: no greedy plan (INFINITY), no
  * gap (INFINITY), no bound (-INFINITY, the one field read back as such). */
-/* A JSON number that reads back as exactly x (cJSON's own printer keeps
- * only 15 digits when they come within an epsilon). */
-static cJSON *exact_num(double x) {
-  char buf[40];
-  snprintf(buf, sizeof buf, "%.15g", x);
-  if (strtod(buf, NULL) != x)
-    snprintf(buf, sizeof buf, "%.17g", x);
-  return cJSON_CreateRaw(buf);
+
+/* Build helpers: a failed allocation sets *oom, checked once at the end. */
+static cJSON *put(cJSON *o, const char *key, cJSON *item, int *oom) {
+  if (!item || !o || !cJSON_AddItemToObject(o, key, item)) {
+    cJSON_Delete(item);
+    *oom = 1;
+    return NULL;
+  }
+  return item;
 }
 
-static void add_num(cJSON *o, const char *key, double x) {
-  if (isfinite(x))
-    cJSON_AddItemToObject(o, key, exact_num(x));
-  else
-    cJSON_AddNullToObject(o, key);
+static cJSON *push(cJSON *a, cJSON *item, int *oom) {
+  if (!item || !a || !cJSON_AddItemToArray(a, item)) {
+    cJSON_Delete(item);
+    *oom = 1;
+    return NULL;
+  }
+  return item;
+}
+
+static cJSON *str(const char *s) { return cJSON_CreateString(s ? s : ""); }
+
+static void put_kernel(cJSON *ks, const lm_plan_kernel *k, int *oom) {
+  cJSON *jk = push(ks, cJSON_CreateObject(), oom);
+  put(jk, "name", str(k->name), oom);
+  put(jk, "path", str(k->path), oom);
+  put(jk, "hash", str(k->hash), oom);
+  if (k->extra)
+    put(jk, "extra", str(k->extra), oom);
+  cJSON *vs = put(jk, "variants", cJSON_CreateArray(), oom);
+  for (int v = 0; v < k->nvariants; v++)
+    push(vs, str(k->variants[v]), oom);
+  cJSON *bs = put(jk, "buckets", cJSON_CreateArray(), oom);
+  for (int b = 0; b < k->nbuckets; b++) {
+    const lm_plan_bucket *pb = &k->buckets[b];
+    cJSON *jb = push(bs, cJSON_CreateObject(), oom);
+    put(jb, "R", lm_json_num((double)pb->R), oom);
+    put(jb, "C", lm_json_num((double)pb->C), oom);
+    put(jb, "weight", lm_json_num(pb->weight), oom);
+    put(jb, "variant", lm_json_num(pb->variant), oom);
+    put(jb, "predicted_ns", lm_json_num(pb->predicted_ns), oom);
+  }
+  if (!k->nthresholds)
+    return;
+  cJSON *ts = put(jk, "thresholds", cJSON_CreateArray(), oom);
+  for (int t = 0; t < k->nthresholds; t++) {
+    const lm_plan_threshold *th = &k->thresholds[t];
+    cJSON *jt = push(ts, cJSON_CreateObject(), oom);
+    put(jt, "C", lm_json_num((double)th->C), oom);
+    cJSON *runs = put(jt, "runs", cJSON_CreateArray(), oom);
+    for (int r = 0; r < th->nruns; r++) {
+      cJSON *jr = push(runs, cJSON_CreateObject(), oom);
+      put(jr, "from_R", lm_json_num((double)th->from_R[r]), oom);
+      put(jr, "variant", lm_json_num(th->variant[r]), oom);
+    }
+  }
 }
 
 lm_status lm_plan_to_json_text(const lm_plan *p, char **out, lm_error *err) {
   *out = NULL;
+  int oom = 0;
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "schema", LM_PLAN_SCHEMA);
-  cJSON_AddStringToObject(root, "workload", p->workload ? p->workload : "");
-  cJSON *pr = cJSON_AddArrayToObject(root, "profiles");
+  oom = !root;
+  put(root, "schema", str(LM_PLAN_SCHEMA), &oom);
+  put(root, "workload", str(p->workload), &oom);
+  cJSON *pr = put(root, "profiles", cJSON_CreateArray(), &oom);
   for (int i = 0; i < p->nprofiles; i++) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "isa", p->profiles[i].isa);
-    cJSON_AddStringToObject(j, "fingerprint", p->profiles[i].fingerprint);
-    cJSON_AddStringToObject(j, "mode", p->profiles[i].mode);
-    cJSON_AddItemToArray(pr, j);
+    cJSON *j = push(pr, cJSON_CreateObject(), &oom);
+    put(j, "isa", str(p->profiles[i].isa), &oom);
+    put(j, "fingerprint", str(p->profiles[i].fingerprint), &oom);
+    put(j, "mode", str(p->profiles[i].mode), &oom);
   }
-  cJSON *mode = cJSON_AddObjectToObject(root, "mode");
-  cJSON_AddBoolToObject(mode, "threshold", p->threshold);
-  cJSON_AddBoolToObject(mode, "robust", p->robust);
-  cJSON_AddNumberToObject(mode, "scenarios", p->scenarios);
-  cJSON *sv = cJSON_AddObjectToObject(root, "solver");
-  cJSON_AddStringToObject(sv, "status", p->status);
-  add_num(sv, "objective_ns", p->objective);
-  add_num(sv, "greedy_objective_ns", p->greedy_objective);
-  add_num(sv, "bound_ns", p->bound);
-  add_num(sv, "gap", p->gap);
-  add_num(sv, "time_s", p->time_s);
-  add_num(sv, "compile_total_ms", p->compile_total_ms);
-  cJSON_AddItemToObject(sv, "nodes", exact_num((double)p->nodes));
-  cJSON_AddNumberToObject(sv, "mip_solves", p->mip_solves);
-  cJSON_AddNumberToObject(sv, "pruned", p->pruned);
-  cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
-  for (int i = 0; i < p->nkernels; i++) {
-    const lm_plan_kernel *k = &p->kernels[i];
-    cJSON *jk = cJSON_CreateObject();
-    cJSON_AddStringToObject(jk, "name", k->name);
-    cJSON_AddStringToObject(jk, "path", k->path);
-    cJSON_AddStringToObject(jk, "hash", k->hash);
-    if (k->extra)
-      cJSON_AddStringToObject(jk, "extra", k->extra);
-    cJSON *vs = cJSON_AddArrayToObject(jk, "variants");
-    for (int v = 0; v < k->nvariants; v++)
-      cJSON_AddItemToArray(vs, cJSON_CreateString(k->variants[v]));
-    cJSON *bs = cJSON_AddArrayToObject(jk, "buckets");
-    for (int b = 0; b < k->nbuckets; b++) {
-      const lm_plan_bucket *pb = &k->buckets[b];
-      cJSON *jb = cJSON_CreateObject();
-      cJSON_AddNumberToObject(jb, "R", (double)pb->R);
-      cJSON_AddNumberToObject(jb, "C", (double)pb->C);
-      cJSON_AddItemToObject(jb, "weight", exact_num(pb->weight));
-      cJSON_AddNumberToObject(jb, "variant", pb->variant);
-      add_num(jb, "predicted_ns", pb->predicted_ns);
-      cJSON_AddItemToArray(bs, jb);
-    }
-    if (k->nthresholds) {
-      cJSON *ts = cJSON_AddArrayToObject(jk, "thresholds");
-      for (int t = 0; t < k->nthresholds; t++) {
-        const lm_plan_threshold *th = &k->thresholds[t];
-        cJSON *jt = cJSON_CreateObject();
-        cJSON_AddNumberToObject(jt, "C", (double)th->C);
-        cJSON *runs = cJSON_AddArrayToObject(jt, "runs");
-        for (int r = 0; r < th->nruns; r++) {
-          cJSON *jr = cJSON_CreateObject();
-          cJSON_AddNumberToObject(jr, "from_R", (double)th->from_R[r]);
-          cJSON_AddNumberToObject(jr, "variant", th->variant[r]);
-          cJSON_AddItemToArray(runs, jr);
-        }
-        cJSON_AddItemToArray(ts, jt);
-      }
-    }
-    cJSON_AddItemToArray(ks, jk);
-  }
-  char *t = cJSON_Print(root);
+  cJSON *mode = put(root, "mode", cJSON_CreateObject(), &oom);
+  put(mode, "threshold", cJSON_CreateBool(p->threshold), &oom);
+  put(mode, "robust", cJSON_CreateBool(p->robust), &oom);
+  put(mode, "scenarios", lm_json_num(p->scenarios), &oom);
+  cJSON *sv = put(root, "solver", cJSON_CreateObject(), &oom);
+  put(sv, "status", str(p->status), &oom);
+  put(sv, "objective_ns", lm_json_num(p->objective), &oom);
+  put(sv, "greedy_objective_ns", lm_json_num(p->greedy_objective), &oom);
+  put(sv, "bound_ns", lm_json_num(p->bound), &oom);
+  put(sv, "gap", lm_json_num(p->gap), &oom);
+  put(sv, "time_s", lm_json_num(p->time_s), &oom);
+  put(sv, "compile_total_ms", lm_json_num(p->compile_total_ms), &oom);
+  put(sv, "nodes", lm_json_num((double)p->nodes), &oom);
+  put(sv, "mip_solves", lm_json_num(p->mip_solves), &oom);
+  put(sv, "pruned", lm_json_num(p->pruned), &oom);
+  cJSON *ks = put(root, "kernels", cJSON_CreateArray(), &oom);
+  for (int i = 0; i < p->nkernels; i++)
+    put_kernel(ks, &p->kernels[i], &oom);
+  lm_status s = oom ? lm_error_set(err, LM_ESYS, "plan: out of memory")
+                    : lm_json_print(root, true, out, NULL, err);
   cJSON_Delete(root);
-  if (!t)
-    return lm_error_set(err, LM_ESYS, "plan: out of memory");
-  *out = t;
-  return LM_OK;
+  return s;
 }
 
 lm_status lm_plan_save(const lm_plan *p, const char *path, lm_error *err) {
@@ -305,69 +300,35 @@ lm_status lm_plan_save(const lm_plan *p, const char *path, lm_error *err) {
   lm_status s = lm_plan_to_json_text(p, &t, err);
   if (s != LM_OK)
     return s;
-  size_t n = strlen(t);
-  char *nl = malloc(n + 2);
-  if (!nl) {
-    free(t);
-    return lm_error_set(err, LM_ESYS, "plan: out of memory");
-  }
-  memcpy(nl, t, n);
-  nl[n] = '\n';
-  s = lm_file_write_atomic(path, nl, n + 1, err);
-  free(nl);
+  s = lm_file_write_atomic(path, t, strlen(t), err);
   free(t);
   return s;
 }
 
-/* Reading: each getter names the field on failure. */
-typedef struct rd {
-  const char *name;
-  lm_error *err;
-} rd;
+/* Reading: every field is typed and range-checked by lm_json, which names
+ * the field by its JSON path; what lm_json cannot know (a variant string,
+ * a shape given twice, a threshold run out of order) is checked here and
+ * named the same way. */
+typedef lm_json_rd rd;
 
-static lm_status bad(rd *r, const char *field, const char *what) {
-  return lm_error_set(r->err, LM_EINPUT, "%s: %s: expected %s", r->name, field, what);
-}
-
-static lm_status get_str(rd *r, const cJSON *o, const char *key, const char *field,
-                         int optional, size_t maxlen, char **out) {
-  const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
-  *out = NULL;
-  if (!j && optional)
-    return LM_OK;
-  if (!cJSON_IsString(j) || strlen(j->valuestring) > maxlen)
-    return bad(r, field, "a string");
-  *out = dupstr(j->valuestring);
-  return *out ? LM_OK : lm_error_set(r->err, LM_ESYS, "plan: out of memory");
-}
-
-/* A number; null reads as INFINITY when allow_null. */
-static lm_status get_num(rd *r, const cJSON *o, const char *key, const char *field,
-                         int allow_null, double lo, double *out) {
-  const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (allow_null && cJSON_IsNull(j)) {
-    *out = INFINITY;
-    return LM_OK;
-  }
-  if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble < lo)
-    return bad(r, field, lo == 0 ? "a finite number >= 0" : "a finite number");
-  *out = j->valuedouble;
-  return LM_OK;
-}
-
-static lm_status get_int(rd *r, const cJSON *o, const char *key, const char *field,
-                         int64_t lo, int64_t hi, int64_t *out) {
-  const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) ||
-      j->valuedouble != floor(j->valuedouble) || j->valuedouble < (double)lo ||
-      j->valuedouble > (double)hi) {
-    char what[96];
-    snprintf(what, sizeof what, "an integer in [%" PRId64 ", %" PRId64 "]", lo, hi);
-    return bad(r, field, what);
-  }
-  *out = (int64_t)j->valuedouble;
-  return LM_OK;
-}
+/* Notes may ride in "about", at the top and in a kernel. */
+static const char *const top_fields[] = {"schema", "about", "workload",
+                                         "profiles", "mode", "solver",
+                                         "kernels", NULL};
+static const char *const profile_fields[] = {"isa", "fingerprint", "mode",
+                                             NULL};
+static const char *const mode_fields[] = {"threshold", "robust", "scenarios",
+                                          NULL};
+static const char *const solver_fields[] = {
+    "status", "objective_ns", "greedy_objective_ns", "bound_ns", "gap",
+    "time_s", "compile_total_ms", "nodes", "mip_solves", "pruned", NULL};
+static const char *const kernel_fields[] = {"name",     "about",   "path",
+                                            "hash",     "extra",   "variants",
+                                            "buckets",  "thresholds", NULL};
+static const char *const bucket_fields[] = {"R", "C", "weight", "variant",
+                                            "predicted_ns", NULL};
+static const char *const threshold_fields[] = {"C", "runs", NULL};
+static const char *const run_fields[] = {"from_R", "variant", NULL};
 
 static int is_hex16(const char *s) {
   if (strlen(s) != 16)
@@ -378,244 +339,254 @@ static int is_hex16(const char *s) {
   return 1;
 }
 
-#define MAXEXT (INT64_C(1) << 40)
+static lm_status get_hex16(rd *r, const cJSON *o, const char *key,
+                           const char **out) {
+  lm_status s = lm_json_string(r, o, key, 0, 0, out);
+  if (s == LM_OK && !is_hex16(*out))
+    return lm_json_expected(r, o, key, "16 lower-case hex digits");
+  return s;
+}
 
-static lm_status read_kernel(rd *r, const cJSON *jk, int i, lm_plan_kernel *k) {
-  char f[128];
+/* A copy of a string read from the tree. */
+static lm_status keep(rd *r, const char *s, char **out) {
+  *out = s ? lm_strdup(s) : NULL;
+  return !s || *out ? LM_OK : lm_error_set(r->err, LM_ESYS, "plan: out of memory");
+}
+
+static lm_status oom(rd *r) {
+  return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
+}
+
+#define MAXEXT LM_WORKLOAD_MAX_EXTENT
+#define MAXLIST 100000 /* variants or kernels in one plan */
+
+static lm_status read_buckets(rd *r, const cJSON *jk, lm_plan_kernel *k) {
+  const cJSON *bs = NULL, *c;
   int64_t x;
-  lm_status s;
-#define F(...) (snprintf(f, sizeof f, __VA_ARGS__), f)
-  if (!cJSON_IsObject(jk))
-    return bad(r, F("kernels[%d]", i), "an object");
-  if ((s = get_str(r, jk, "name", F("kernels[%d].name", i), 0, 256, &k->name)) ||
-      (s = get_str(r, jk, "path", F("kernels[%d].path", i), 0, 4000, &k->path)) ||
-      (s = get_str(r, jk, "hash", F("kernels[%d].hash", i), 0, 16, &k->hash)) ||
-      (s = get_str(r, jk, "extra", F("kernels[%d].extra", i), 1, 256, &k->extra)))
+  lm_status s = lm_json_array(r, jk, "buckets", 0, 1, LM_WORKLOAD_MAX_BUCKETS, &bs);
+  if (s)
     return s;
-  if (!k->path[0])
-    return bad(r, F("kernels[%d].path", i), "a non-empty path");
-  if (!is_hex16(k->hash))
-    return bad(r, F("kernels[%d].hash", i), "16 lower-case hex digits");
-  const cJSON *vs = cJSON_GetObjectItemCaseSensitive(jk, "variants");
-  if (!cJSON_IsArray(vs) || cJSON_GetArraySize(vs) < 1 ||
-      cJSON_GetArraySize(vs) > 100000)
-    return bad(r, F("kernels[%d].variants", i), "a non-empty list of variant strings");
-  k->variants = calloc((size_t)cJSON_GetArraySize(vs), sizeof *k->variants);
-  if (!k->variants)
-    return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
-  const cJSON *c;
-  cJSON_ArrayForEach(c, vs) {
-    lm_variant v;
-    lm_error e2 = {0};
-    F("kernels[%d].variants[%d]", i, k->nvariants);
-    if (!cJSON_IsString(c))
-      return bad(r, f, "a variant string");
-    if (lm_variant_parse(c->valuestring, &v, &e2) != LM_OK)
-      return lm_error_set(r->err, LM_EINPUT, "%s: %s: %s", r->name, f, e2.msg);
-    if (!(k->variants[k->nvariants++] = dupstr(c->valuestring)))
-      return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
-  }
-  const cJSON *bs = cJSON_GetObjectItemCaseSensitive(jk, "buckets");
-  if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) < 1 ||
-      cJSON_GetArraySize(bs) > LM_WORKLOAD_MAX_BUCKETS)
-    return bad(r, F("kernels[%d].buckets", i), "a non-empty list of buckets");
-  k->buckets = calloc((size_t)cJSON_GetArraySize(bs), sizeof *k->buckets);
-  if (!k->buckets)
-    return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
+  if (!(k->buckets = calloc((size_t)cJSON_GetArraySize(bs), sizeof *k->buckets)))
+    return oom(r);
   cJSON_ArrayForEach(c, bs) {
     int b = k->nbuckets;
     lm_plan_bucket *pb = &k->buckets[b];
-    if (!cJSON_IsObject(c))
-      return bad(r, F("kernels[%d].buckets[%d]", i, b), "an object");
-    if ((s = get_int(r, c, "R", F("kernels[%d].buckets[%d].R", i, b), 1, MAXEXT, &x)))
-      return s;
-    pb->R = x;
-    if ((s = get_int(r, c, "C", F("kernels[%d].buckets[%d].C", i, b), 1, MAXEXT, &x)))
-      return s;
-    pb->C = x;
-    if ((s = get_num(r, c, "weight", F("kernels[%d].buckets[%d].weight", i, b), 0, 0,
-                     &pb->weight)))
-      return s;
-    if ((s = get_int(r, c, "variant", F("kernels[%d].buckets[%d].variant", i, b), 0,
-                     k->nvariants - 1, &x)))
+    pb->predicted_ns = INFINITY; /* null */
+    if ((s = lm_json_object(r, c, NULL, 0, &c)) ||
+        (s = lm_json_fields(r, c, bucket_fields)) ||
+        (s = lm_json_int(r, c, "R", 0, 1, MAXEXT, &pb->R)) ||
+        (s = lm_json_int(r, c, "C", 0, 1, MAXEXT, &pb->C)) ||
+        (s = lm_json_number(r, c, "weight", 0, 0, DBL_MAX, &pb->weight)) ||
+        (s = lm_json_int(r, c, "variant", 0, 0, k->nvariants - 1, &x)) ||
+        (s = lm_json_number(r, c, "predicted_ns", LM_JSON_NULL_OK, 0, DBL_MAX,
+                            &pb->predicted_ns)))
       return s;
     pb->variant = (int)x;
-    if ((s = get_num(r, c, "predicted_ns",
-                     F("kernels[%d].buckets[%d].predicted_ns", i, b), 1, 0,
-                     &pb->predicted_ns)))
-      return s;
     for (int o = 0; o < b; o++)
       if (k->buckets[o].R == pb->R && k->buckets[o].C == pb->C)
-        return bad(r, F("kernels[%d].buckets[%d]", i, b),
-                   "a shape not already in an earlier bucket");
+        return lm_json_error(r, c, NULL,
+                             "shape (R=%" PRId64 ", C=%" PRId64
+                             ") is also the shape of buckets[%d]",
+                             pb->R, pb->C, o);
     k->nbuckets++;
   }
-  const cJSON *ts = cJSON_GetObjectItemCaseSensitive(jk, "thresholds");
-  if (!ts)
-    return LM_OK;
-  if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) > k->nbuckets)
-    return bad(r, F("kernels[%d].thresholds", i), "a list, one entry per C");
+  return LM_OK;
+}
+
+static lm_status read_thresholds(rd *r, const cJSON *jk, lm_plan_kernel *k) {
+  const cJSON *ts = NULL, *c;
+  int64_t x;
+  lm_status s = lm_json_array(r, jk, "thresholds", LM_JSON_OPTIONAL, 0,
+                              k->nbuckets, &ts);
+  if (s || !ts)
+    return s;
   k->thresholds = calloc((size_t)cJSON_GetArraySize(ts) + 1, sizeof *k->thresholds);
   if (!k->thresholds)
-    return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
+    return oom(r);
   cJSON_ArrayForEach(c, ts) {
     int t = k->nthresholds;
     lm_plan_threshold *th = &k->thresholds[t];
-    if (!cJSON_IsObject(c))
-      return bad(r, F("kernels[%d].thresholds[%d]", i, t), "an object");
-    if ((s = get_int(r, c, "C", F("kernels[%d].thresholds[%d].C", i, t), 1, MAXEXT, &x)))
+    const cJSON *runs = NULL, *jr;
+    if ((s = lm_json_object(r, c, NULL, 0, &c)) ||
+        (s = lm_json_fields(r, c, threshold_fields)) ||
+        (s = lm_json_int(r, c, "C", 0, 1, MAXEXT, &th->C)))
       return s;
-    th->C = x;
     k->nthresholds++;
     for (int o = 0; o < t; o++)
       if (k->thresholds[o].C == th->C)
-        return bad(r, F("kernels[%d].thresholds[%d].C", i, t), "a C not listed before");
-    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(c, "runs");
-    if (!cJSON_IsArray(runs) || cJSON_GetArraySize(runs) < 1 ||
-        cJSON_GetArraySize(runs) > k->nbuckets)
-      return bad(r, F("kernels[%d].thresholds[%d].runs", i, t),
-                 "a non-empty list of {from_R, variant}");
+        return lm_json_error(r, c, "C", "C=%" PRId64 " is also thresholds[%d].C",
+                             th->C, o);
+    if ((s = lm_json_array(r, c, "runs", 0, 1, k->nbuckets, &runs)))
+      return s;
     int n = cJSON_GetArraySize(runs);
     th->from_R = malloc(sizeof *th->from_R * (size_t)n);
     th->variant = malloc(sizeof *th->variant * (size_t)n);
     if (!th->from_R || !th->variant)
-      return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
-    const cJSON *jr;
+      return oom(r);
     cJSON_ArrayForEach(jr, runs) {
       int q = th->nruns;
-      if (!cJSON_IsObject(jr))
-        return bad(r, F("kernels[%d].thresholds[%d].runs[%d]", i, t, q), "an object");
-      if ((s = get_int(r, jr, "from_R", F("kernels[%d].thresholds[%d].runs[%d].from_R", i,
-                                          t, q),
-                       1, MAXEXT, &x)))
+      if ((s = lm_json_object(r, jr, NULL, 0, &jr)) ||
+          (s = lm_json_fields(r, jr, run_fields)) ||
+          (s = lm_json_int(r, jr, "from_R", 0, 1, MAXEXT, &x)))
         return s;
       if (q > 0 && x <= th->from_R[q - 1])
-        return bad(r, F("kernels[%d].thresholds[%d].runs[%d].from_R", i, t, q),
-                   "an R above the previous run's");
+        return lm_json_error(r, jr, "from_R",
+                             "expected an R above the previous run's (%" PRId64
+                             "), got %" PRId64,
+                             th->from_R[q - 1], x);
       th->from_R[q] = x;
-      if ((s = get_int(r, jr, "variant",
-                       F("kernels[%d].thresholds[%d].runs[%d].variant", i, t, q), 0,
-                       k->nvariants - 1, &x)))
+      if ((s = lm_json_int(r, jr, "variant", 0, 0, k->nvariants - 1, &x)))
         return s;
       th->variant[q] = (int)x;
       th->nruns++;
     }
   }
-#undef F
+  return LM_OK;
+}
+
+static lm_status read_kernel(rd *r, const cJSON *jk, lm_plan_kernel *k) {
+  const char *name = NULL, *path = NULL, *hash = NULL, *extra = NULL;
+  const cJSON *vs = NULL, *c;
+  lm_status s;
+  if ((s = lm_json_object(r, jk, NULL, 0, &jk)) ||
+      (s = lm_json_fields(r, jk, kernel_fields)) ||
+      (s = lm_json_string(r, jk, "name", LM_JSON_EMPTY_OK, 256, &name)) ||
+      (s = lm_json_string(r, jk, "path", 0, 4000, &path)) ||
+      (s = get_hex16(r, jk, "hash", &hash)) ||
+      (s = lm_json_string(r, jk, "extra", LM_JSON_OPTIONAL | LM_JSON_EMPTY_OK,
+                          256, &extra)) ||
+      (s = keep(r, name, &k->name)) || (s = keep(r, path, &k->path)) ||
+      (s = keep(r, hash, &k->hash)) || (s = keep(r, extra, &k->extra)) ||
+      (s = lm_json_array(r, jk, "variants", 0, 1, MAXLIST, &vs)))
+    return s;
+  if (!(k->variants = calloc((size_t)cJSON_GetArraySize(vs), sizeof *k->variants)))
+    return oom(r);
+  cJSON_ArrayForEach(c, vs) {
+    lm_variant v;
+    lm_error e2 = {0};
+    const char *text = NULL;
+    if ((s = lm_json_string(r, c, NULL, 0, 0, &text)))
+      return s;
+    if (lm_variant_parse(text, &v, &e2) != LM_OK)
+      return lm_json_error(r, c, NULL, "%s", e2.msg);
+    if ((s = keep(r, text, &k->variants[k->nvariants])))
+      return s;
+    k->nvariants++;
+  }
+  if ((s = read_buckets(r, jk, k)))
+    return s;
+  return read_thresholds(r, jk, k);
+}
+
+static lm_status read_profiles(rd *r, const cJSON *root, lm_plan *p) {
+  const cJSON *pr = NULL, *c;
+  lm_status s = lm_json_array(r, root, "profiles", 0, 1, LM_ISA__COUNT, &pr);
+  if (s)
+    return s;
+  cJSON_ArrayForEach(c, pr) {
+    int i = p->nprofiles;
+    const char *isa = NULL, *fp = NULL, *mode = NULL;
+    lm_isa is;
+    lm_profile_mode m;
+    lm_error e2 = {0};
+    if ((s = lm_json_object(r, c, NULL, 0, &c)) ||
+        (s = lm_json_fields(r, c, profile_fields)) ||
+        (s = lm_json_string(r, c, "isa", 0, sizeof p->profiles[i].isa - 1, &isa)) ||
+        (s = get_hex16(r, c, "fingerprint", &fp)) ||
+        (s = lm_json_string(r, c, "mode", 0, sizeof p->profiles[i].mode - 1, &mode)))
+      return s;
+    if (lm_isa_parse(isa, &is, &e2) != LM_OK)
+      return lm_json_expected(r, c, "isa", "an ISA target (sse4.2, avx2, avx512, host)");
+    if (lm_profile_mode_parse(mode, &m, &e2) != LM_OK)
+      return lm_json_expected(r, c, "mode", "\"default\", \"quick\" or \"full\"");
+    snprintf(p->profiles[i].isa, sizeof p->profiles[i].isa, "%s", isa);
+    snprintf(p->profiles[i].fingerprint, sizeof p->profiles[i].fingerprint, "%s", fp);
+    snprintf(p->profiles[i].mode, sizeof p->profiles[i].mode, "%s", mode);
+    p->nprofiles++;
+  }
+  return LM_OK;
+}
+
+static lm_status read_solver(rd *r, const cJSON *root, lm_plan *p) {
+  const cJSON *mode = NULL, *sv = NULL;
+  const char *status = NULL;
+  int64_t x = 0, nodes = 0, mip = 0, pruned = 0;
+  bool threshold = false, robust = false;
+  lm_status s;
+  if ((s = lm_json_object(r, root, "mode", 0, &mode)) ||
+      (s = lm_json_fields(r, mode, mode_fields)) ||
+      (s = lm_json_bool(r, mode, "threshold", 0, &threshold)) ||
+      (s = lm_json_bool(r, mode, "robust", 0, &robust)) ||
+      (s = lm_json_int(r, mode, "scenarios", 0, 1, 1000000, &x)))
+    return s;
+  p->threshold = threshold;
+  p->robust = robust;
+  p->scenarios = (int)x;
+  if ((s = lm_json_object(r, root, "solver", 0, &sv)) ||
+      (s = lm_json_fields(r, sv, solver_fields)) ||
+      (s = lm_json_string(r, sv, "status", 0, sizeof p->status - 1, &status)))
+    return s;
+  int known = 0;
+  for (int q = LM_SOLVE_OPTIMAL; q <= LM_SOLVE_INFEASIBLE; q++)
+    known |= strcmp(status, lm_solve_status_name((lm_solve_status)q)) == 0;
+  if (!known)
+    return lm_json_expected(r, sv, "status",
+                            "a solver status (optimal, feasible, time-limit, ...)");
+  snprintf(p->status, sizeof p->status, "%s", status);
+  p->greedy_objective = INFINITY; /* null: no greedy plan */
+  p->bound = -INFINITY;           /* null: no bound */
+  p->gap = INFINITY;              /* null: no gap */
+  if ((s = lm_json_number(r, sv, "objective_ns", 0, 0, DBL_MAX, &p->objective)) ||
+      (s = lm_json_number(r, sv, "greedy_objective_ns", LM_JSON_NULL_OK, 0, DBL_MAX,
+                          &p->greedy_objective)) ||
+      (s = lm_json_number(r, sv, "bound_ns", LM_JSON_NULL_OK, -DBL_MAX, DBL_MAX,
+                          &p->bound)) ||
+      (s = lm_json_number(r, sv, "gap", LM_JSON_NULL_OK, 0, DBL_MAX, &p->gap)) ||
+      (s = lm_json_number(r, sv, "time_s", 0, 0, DBL_MAX, &p->time_s)) ||
+      (s = lm_json_number(r, sv, "compile_total_ms", 0, 0, DBL_MAX,
+                          &p->compile_total_ms)) ||
+      (s = lm_json_int(r, sv, "nodes", 0, 0, INT64_C(1) << 52, &nodes)) ||
+      (s = lm_json_int(r, sv, "mip_solves", 0, 0, 1 << 30, &mip)) ||
+      (s = lm_json_int(r, sv, "pruned", 0, 0, 1 << 30, &pruned)))
+    return s;
+  p->nodes = (long)nodes;
+  p->mip_solves = (int)mip;
+  p->pruned = (int)pruned;
   return LM_OK;
 }
 
 static lm_status read_doc(rd *r, const cJSON *root, lm_plan *p) {
+  const char *schema = NULL, *workload = NULL;
+  const cJSON *ks = NULL, *c;
   lm_status s;
-  int64_t x;
   if (!cJSON_IsObject(root))
-    return lm_error_set(r->err, LM_EINPUT, "%s: expected a JSON object", r->name);
-  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
-  if (!cJSON_IsString(schema))
-    return bad(r, "schema", "\"" LM_PLAN_SCHEMA "\"");
-  if (strncmp(schema->valuestring, "lanemap.plan/", 13) != 0 ||
-      atoi(schema->valuestring + 13) != 1)
-    return lm_error_set(r->err, LM_EINPUT, "%s: schema: expected \"%s\", got \"%.64s\"",
-                        r->name, LM_PLAN_SCHEMA, schema->valuestring);
-  if ((s = get_str(r, root, "workload", "workload", 0, 4000, &p->workload)))
+    return lm_json_expected(r, root, NULL, "a JSON object");
+  if ((s = lm_json_string(r, root, "schema", 0, 0, &schema)))
     return s;
-  const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "profiles");
-  if (!cJSON_IsArray(pr) || cJSON_GetArraySize(pr) < 1 ||
-      cJSON_GetArraySize(pr) > LM_ISA__COUNT)
-    return bad(r, "profiles", "a list of 1 to 4 profiles");
-  const cJSON *c;
-  cJSON_ArrayForEach(c, pr) {
-    char f[64];
-    int i = p->nprofiles;
-    const char *keys[] = {"isa", "fingerprint", "mode"};
-    char *dst[] = {p->profiles[i].isa, p->profiles[i].fingerprint, p->profiles[i].mode};
-    size_t cap[] = {sizeof p->profiles[i].isa, sizeof p->profiles[i].fingerprint,
-                    sizeof p->profiles[i].mode};
-    for (int q = 0; q < 3; q++) {
-      const cJSON *j = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, keys[q])
-                                         : NULL;
-      snprintf(f, sizeof f, "profiles[%d].%s", i, keys[q]);
-      if (!cJSON_IsString(j) || !j->valuestring[0] || strlen(j->valuestring) >= cap[q])
-        return bad(r, f, "a short non-empty string");
-      snprintf(dst[q], cap[q], "%s", j->valuestring);
-    }
-    lm_isa isa;
-    lm_profile_mode m;
-    lm_error e2 = {0};
-    if (lm_isa_parse(p->profiles[i].isa, &isa, &e2) != LM_OK)
-      return bad(r, (snprintf(f, sizeof f, "profiles[%d].isa", i), f), "an ISA target");
-    if (!is_hex16(p->profiles[i].fingerprint))
-      return bad(r, (snprintf(f, sizeof f, "profiles[%d].fingerprint", i), f),
-                 "16 lower-case hex digits");
-    if (lm_profile_mode_parse(p->profiles[i].mode, &m, &e2) != LM_OK)
-      return bad(r, (snprintf(f, sizeof f, "profiles[%d].mode", i), f),
-                 "\"default\", \"quick\" or \"full\"");
-    p->nprofiles++;
-  }
-  const cJSON *mode = cJSON_GetObjectItemCaseSensitive(root, "mode");
-  if (!cJSON_IsObject(mode))
-    return bad(r, "mode", "an object");
-  const cJSON *th = cJSON_GetObjectItemCaseSensitive(mode, "threshold");
-  const cJSON *rb = cJSON_GetObjectItemCaseSensitive(mode, "robust");
-  if (!cJSON_IsBool(th))
-    return bad(r, "mode.threshold", "true or false");
-  if (!cJSON_IsBool(rb))
-    return bad(r, "mode.robust", "true or false");
-  p->threshold = cJSON_IsTrue(th);
-  p->robust = cJSON_IsTrue(rb);
-  if ((s = get_int(r, mode, "scenarios", "mode.scenarios", 1, 1000000, &x)))
+  if (strncmp(schema, "lanemap.plan/", 13) != 0 || atoi(schema + 13) != 1 ||
+      !isdigit((unsigned char)schema[13]))
+    return lm_json_expected(r, root, "schema", "\"" LM_PLAN_SCHEMA "\"");
+  if ((s = lm_json_fields(r, root, top_fields)) ||
+      (s = lm_json_string(r, root, "workload", LM_JSON_EMPTY_OK, 4000, &workload)) ||
+      (s = keep(r, workload, &p->workload)) || (s = read_profiles(r, root, p)) ||
+      (s = read_solver(r, root, p)) ||
+      (s = lm_json_array(r, root, "kernels", 0, 1, MAXLIST, &ks)))
     return s;
-  p->scenarios = (int)x;
-  const cJSON *sv = cJSON_GetObjectItemCaseSensitive(root, "solver");
-  if (!cJSON_IsObject(sv))
-    return bad(r, "solver", "an object");
-  const cJSON *st = cJSON_GetObjectItemCaseSensitive(sv, "status");
-  int known = 0;
-  for (int q = LM_SOLVE_OPTIMAL; q <= LM_SOLVE_INFEASIBLE && cJSON_IsString(st); q++)
-    known |= strcmp(st->valuestring, lm_solve_status_name((lm_solve_status)q)) == 0;
-  if (!known)
-    return bad(r, "solver.status", "a solver status (optimal, feasible, time-limit, ...)");
-  snprintf(p->status, sizeof p->status, "%s", st->valuestring);
-  if ((s = get_num(r, sv, "objective_ns", "solver.objective_ns", 0, 0, &p->objective)) ||
-      (s = get_num(r, sv, "greedy_objective_ns", "solver.greedy_objective_ns", 1, 0,
-                   &p->greedy_objective)) ||
-      (s = get_num(r, sv, "bound_ns", "solver.bound_ns", 1, -INFINITY, &p->bound)) ||
-      (s = (p->bound = isinf(p->bound) ? -INFINITY : p->bound, LM_OK)) ||
-      (s = get_num(r, sv, "gap", "solver.gap", 1, 0, &p->gap)) ||
-      (s = get_num(r, sv, "time_s", "solver.time_s", 0, 0, &p->time_s)) ||
-      (s = get_num(r, sv, "compile_total_ms", "solver.compile_total_ms", 0, 0,
-                   &p->compile_total_ms)))
-    return s;
-  if ((s = get_int(r, sv, "nodes", "solver.nodes", 0, INT64_C(1) << 52, &x)))
-    return s;
-  p->nodes = (long)x;
-  if ((s = get_int(r, sv, "mip_solves", "solver.mip_solves", 0, 1 << 30, &x)))
-    return s;
-  p->mip_solves = (int)x;
-  if ((s = get_int(r, sv, "pruned", "solver.pruned", 0, 1 << 30, &x)))
-    return s;
-  p->pruned = (int)x;
-  const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
-  if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) < 1 || cJSON_GetArraySize(ks) > 100000)
-    return bad(r, "kernels", "a non-empty list of kernels");
-  p->kernels = calloc((size_t)cJSON_GetArraySize(ks), sizeof *p->kernels);
-  if (!p->kernels)
-    return lm_error_set(r->err, LM_ESYS, "plan: out of memory");
+  if (!(p->kernels = calloc((size_t)cJSON_GetArraySize(ks), sizeof *p->kernels)))
+    return oom(r);
   cJSON_ArrayForEach(c, ks) {
     int i = p->nkernels++;
-    if ((s = read_kernel(r, c, i, &p->kernels[i])))
+    if ((s = read_kernel(r, c, &p->kernels[i])))
       return s;
     for (int j = 0; j < i; j++)
-      if (strcmp(p->kernels[j].name, p->kernels[i].name) == 0) {
-        char f[64];
-        snprintf(f, sizeof f, "kernels[%d].name", i);
-        return lm_error_set(r->err, LM_EINPUT,
-                            "%s: %s: \"%.64s\" is also kernels[%d].name: a plan "
-                            "holds each kernel once",
-                            r->name, f, p->kernels[i].name, j);
-      }
+      if (strcmp(p->kernels[j].name, p->kernels[i].name) == 0)
+        return lm_json_error(r, c, "name",
+                             "\"%.64s\" is also kernels[%d].name: a plan holds "
+                             "each kernel once",
+                             p->kernels[i].name, j);
     if (p->threshold && p->kernels[i].nthresholds == 0)
-      return bad(r, "mode.threshold", "false: kernels have no thresholds");
+      return lm_json_error(r, c, NULL,
+                           "has no thresholds, but $.mode.threshold is true");
   }
   return LM_OK;
 }
@@ -623,14 +594,13 @@ static lm_status read_doc(rd *r, const cJSON *root, lm_plan *p) {
 lm_status lm_plan_from_json_text(const char *name, const char *text, size_t n,
                                  lm_plan **out, lm_error *err) {
   *out = NULL;
-  rd r = {name, err};
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-  if (!root)
-    return lm_error_set(err, LM_EINPUT, "%s: not valid JSON (near byte %ld)", name,
-                        end ? (long)(end - text) : 0L);
+  cJSON *root = NULL;
+  lm_status s = lm_json_parse(name, text, n, &root, err);
+  if (s != LM_OK)
+    return s;
+  rd r = {name, root, err};
   lm_plan *p = calloc(1, sizeof *p);
-  lm_status s = p ? read_doc(&r, root, p) : lm_error_set(err, LM_ESYS, "out of memory");
+  s = p ? read_doc(&r, root, p) : lm_error_set(err, LM_ESYS, "plan: out of memory");
   cJSON_Delete(root);
   if (s != LM_OK) {
     lm_plan_free(p);
@@ -663,7 +633,7 @@ lm_status lm_plan_load(const char *path, lm_plan **out, lm_plan_load_info *info,
   *out = NULL;
   char *text = NULL;
   size_t n = 0;
-  lm_status s = lm_file_read(path, &text, &n, err);
+  lm_status s = lm_json_read_file(path, &text, &n, err);
   if (s != LM_OK)
     return s;
   s = lm_plan_from_json_text(path, text, n, out, err);

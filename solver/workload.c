@@ -16,19 +16,14 @@
  * docs/solver.md has the whole format. */
 #include "lanemap/workload.h"
 
-#include <cjson/cJSON.h>
+#include "lanemap/json.h"
+
+#include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *dupstr(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
 
 lm_workload *lm_workload_new(const char *name, const char *dir, lm_error *err) {
   lm_workload *w = calloc(1, sizeof *w);
@@ -36,8 +31,8 @@ lm_workload *lm_workload_new(const char *name, const char *dir, lm_error *err) {
     lm_error_set(err, LM_ESYS, "workload: out of memory");
     return NULL;
   }
-  w->name = dupstr(name ? name : "<code>");
-  w->dir = dupstr(dir && dir[0] ? dir : ".");
+  w->name = lm_strdup(name ? name : "<code>");
+  w->dir = lm_strdup(dir && dir[0] ? dir : ".");
   w->isa[0] = LM_ISA_HOST;
   w->nisa = 1;
   w->workers[0] = 1;
@@ -106,8 +101,9 @@ lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
   if (strlen(path) > 4000)
     return lm_error_set(err, LM_EINPUT, "path longer than 4000 bytes");
   if (extra && !valid_extra(extra))
-    return lm_error_set(err, LM_EINPUT,
-                        "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
+    return lm_error_set(
+        err, LM_EINPUT,
+        "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
   lm_workload_kernel *ks =
       realloc(w->kernels, sizeof *ks * (size_t)(w->nkernels + 1));
   if (!ks)
@@ -116,7 +112,7 @@ lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
   lm_workload_kernel *k = &ks[w->nkernels];
   memset(k, 0, sizeof *k);
   k->compile_ms = -1;
-  k->path = dupstr(path);
+  k->path = lm_strdup(path);
   size_t n = strlen(w->dir) + strlen(path) + 2;
   k->resolved = malloc(n);
   if (k->resolved) {
@@ -125,7 +121,7 @@ lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
     else
       snprintf(k->resolved, n, "%s/%s", w->dir, path);
   }
-  k->extra = extra ? dupstr(extra) : NULL;
+  k->extra = extra ? lm_strdup(extra) : NULL;
   w->nkernels++;
   if (!k->path || !k->resolved || (extra && !k->extra))
     return lm_error_set(err, LM_ESYS, "workload: out of memory");
@@ -147,13 +143,16 @@ lm_status lm_workload_add_bucket(lm_workload *w, int ki, int64_t R, int64_t C,
     return LM_EINPUT;
   lm_workload_kernel *k = &w->kernels[ki];
   if (R < 1 || R > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "R: expected an integer in [1, 2^40], got %lld",
+    return lm_error_set(err, LM_EINPUT,
+                        "R: expected an integer in [1, 2^40], got %lld",
                         (long long)R);
   if (C < 1 || C > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "C: expected an integer in [1, 2^40], got %lld",
+    return lm_error_set(err, LM_EINPUT,
+                        "C: expected an integer in [1, 2^40], got %lld",
                         (long long)C);
   if (!isfinite(weight) || weight < 0)
-    return lm_error_set(err, LM_EINPUT, "weight: expected a finite number >= 0");
+    return lm_error_set(err, LM_EINPUT,
+                        "weight: expected a finite number >= 0");
   if (k->nbuckets >= LM_WORKLOAD_MAX_BUCKETS)
     return lm_error_set(err, LM_EINPUT, "more than %d buckets in one kernel",
                         LM_WORKLOAD_MAX_BUCKETS);
@@ -177,30 +176,36 @@ lm_status lm_workload_add_geometric(lm_workload *w, int ki, int64_t C,
   if (check_ki(w, ki, err) != LM_OK)
     return LM_EINPUT;
   if (from < 1 || from > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "R.from: expected an integer in [1, 2^40]");
+    return lm_error_set(err, LM_EINPUT,
+                        "R.from: expected an integer in [1, 2^40]");
   if (to < from || to > LM_WORKLOAD_MAX_EXTENT)
-    return lm_error_set(err, LM_EINPUT, "R.to: expected an integer in [R.from, 2^40]");
+    return lm_error_set(err, LM_EINPUT,
+                        "R.to: expected an integer in [R.from, 2^40]");
   if (n < 2 || n > LM_WORKLOAD_MAX_BUCKETS)
-    return lm_error_set(err, LM_EINPUT, "R.geometric: expected a count in [2, %d]",
+    return lm_error_set(err, LM_EINPUT,
+                        "R.geometric: expected a count in [2, %d]",
                         LM_WORKLOAD_MAX_BUCKETS);
   int64_t prev = 0;
   for (int i = 0; i < n; i++) {
-    int64_t R = i == n - 1 ? to
-                           : (int64_t)llround((double)from *
-                                              pow((double)to / (double)from,
+    int64_t R =
+        i == n - 1
+            ? to
+            : (int64_t)llround((double)from * pow((double)to / (double)from,
                                                   (double)i / (n - 1)));
     if (R <= prev)
-      return lm_error_set(err, LM_EINPUT,
-                          "R: %d geometric steps from %lld to %lld repeat R=%lld "
-                          "(use fewer steps)",
-                          n, (long long)from, (long long)to, (long long)R);
+      return lm_error_set(
+          err, LM_EINPUT,
+          "R: %d geometric steps from %lld to %lld repeat R=%lld "
+          "(use fewer steps)",
+          n, (long long)from, (long long)to, (long long)R);
     prev = R;
   }
   lm_status s = LM_OK;
   for (int i = 0; i < n && s == LM_OK; i++) {
-    int64_t R = i == n - 1 ? to
-                           : (int64_t)llround((double)from *
-                                              pow((double)to / (double)from,
+    int64_t R =
+        i == n - 1
+            ? to
+            : (int64_t)llround((double)from * pow((double)to / (double)from,
                                                   (double)i / (n - 1)));
     s = lm_workload_add_bucket(w, ki, R, C, weights ? weights[i] : 1, err);
     if (s != LM_OK && weights) {
@@ -247,7 +252,8 @@ lm_status lm_workload_set_isas(lm_workload *w, const lm_isa *isa, int n,
 lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
                                   lm_error *err) {
   if (n < 1 || n > 8)
-    return lm_error_set(err, LM_EINPUT, "workers: expected 1 to 8 worker counts");
+    return lm_error_set(err, LM_EINPUT,
+                        "workers: expected 1 to 8 worker counts");
   for (int i = 0; i < n; i++) {
     if (workers[i] < 1 || workers[i] > LM_MAX_WORKERS)
       return lm_error_set(err, LM_EINPUT,
@@ -255,8 +261,9 @@ lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
                           LM_MAX_WORKERS);
     for (int j = 0; j < i; j++)
       if (workers[j] == workers[i])
-        return lm_error_set(err, LM_EINPUT, "workers[%d]: %d repeats workers[%d]",
-                            i, workers[i], j);
+        return lm_error_set(err, LM_EINPUT,
+                            "workers[%d]: %d repeats workers[%d]", i,
+                            workers[i], j);
   }
   memcpy(w->workers, workers, sizeof *workers * (size_t)n);
   w->nworkers = n;
@@ -266,8 +273,9 @@ lm_status lm_workload_set_workers(lm_workload *w, const int *workers, int n,
 lm_status lm_workload_set_budgets(lm_workload *w, int cap, double budget_ms,
                                   int budget_variants, lm_error *err) {
   if (cap < 0 || cap > 1000000)
-    return lm_error_set(err, LM_EINPUT,
-                        "max_variants_per_kernel: expected an integer in [0, 1000000]");
+    return lm_error_set(
+        err, LM_EINPUT,
+        "max_variants_per_kernel: expected an integer in [0, 1000000]");
   if (isnan(budget_ms) || isinf(budget_ms) || budget_ms > 1e12)
     return lm_error_set(err, LM_EINPUT,
                         "compile_budget_ms: expected a finite number >= 0");
@@ -286,346 +294,223 @@ lm_status lm_workload_set_budgets(lm_workload *w, int cap, double budget_ms,
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-/* Prefix err's message with "NAME: FIELD: " and return st. */
-static lm_status field_err(lm_error *err, lm_status st, const char *name,
-                           const char *field) {
-  lm_error inner = *err;
-  lm_error_set(err, st, "%s: %s: %s", name, field, inner.msg);
-  return st;
+typedef lm_json_rd rd;
+
+/* A builder call failed on the value at (parent, key): name it. */
+static lm_status at(rd *r, const cJSON *parent, const char *key) {
+  lm_error inner = *r->err;
+  return lm_json_error(r, parent, key, "%s", inner.msg);
 }
 
-static int json_int(const cJSON *j, int64_t lo, int64_t hi, int64_t *out) {
-  if (!cJSON_IsNumber(j))
-    return 0;
-  double d = j->valuedouble;
-  if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi)
-    return 0;
-  *out = (int64_t)d;
-  return 1;
-}
+#define MAXEXT LM_WORKLOAD_MAX_EXTENT
 
-static int json_nonneg(const cJSON *j, double *out) {
-  if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble < 0)
-    return 0;
-  *out = j->valuedouble;
-  return 1;
-}
+/* Unknown fields are errors: a misspelt budget must not pass silently. */
+static const char *const top_keys[] = {"schema",
+                                       "about",
+                                       "isa",
+                                       "workers",
+                                       "max_variants_per_kernel",
+                                       "compile_budget_ms",
+                                       "compile_budget_variants",
+                                       "kernels",
+                                       NULL};
+static const char *const kernel_keys[] = {
+    "kernel", "about", "extra", "max_variants", "compile_ms", "buckets", NULL};
+static const char *const bucket_keys[] = {"R",       "C",     "weight",
+                                          "weights", "about", NULL};
+static const char *const series_keys[] = {"from", "to", "geometric", NULL};
 
-static const char *const top_keys[] = {
-    "schema", "about", "isa", "workers", "max_variants_per_kernel",
-    "compile_budget_ms", "compile_budget_variants", "kernels", NULL};
-static const char *const kernel_keys[] = {"kernel", "about", "extra", "max_variants",
-                                          "compile_ms", "buckets", NULL};
-static const char *const bucket_keys[] = {"R", "C", "weight", "weights", "about",
-                                          NULL};
-
-/* Unknown keys are errors: a misspelt budget must not pass silently. */
-static const char *unknown_key(const cJSON *obj, const char *const *known) {
-  for (const cJSON *c = obj->child; c; c = c->next) {
-    int ok = 0;
-    for (int i = 0; known[i] && !ok; i++)
-      ok = c->string && strcmp(c->string, known[i]) == 0;
-    if (!ok)
-      return c->string ? c->string : "";
+/* The weights of a group of n shapes: a list of n, or one number for all. */
+static lm_status group_weights(rd *r, const cJSON *b, int n, double *ws) {
+  const cJSON *jws = lm_json_get(b, "weights");
+  char what[96];
+  snprintf(what, sizeof what, "a list of %d weights (one per R) or one number",
+           n);
+  if (cJSON_IsNumber(jws)) {
+    lm_status s = lm_json_number(r, b, "weights", 0, 0, DBL_MAX, &ws[0]);
+    for (int i = 1; i < n && s == LM_OK; i++)
+      ws[i] = ws[0];
+    return s;
   }
-  return NULL;
+  if (!cJSON_IsArray(jws) || cJSON_GetArraySize(jws) != n)
+    return lm_json_expected(r, b, "weights", what);
+  int i = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, jws) {
+    lm_status s = lm_json_number(r, c, NULL, 0, 0, DBL_MAX, &ws[i++]);
+    if (s)
+      return s;
+  }
+  return LM_OK;
 }
 
-static lm_status parse_bucket(lm_workload *w, int ki, const cJSON *b,
-                              const char *path, lm_error *err) {
-  char f[160];
-  const char *bad;
-  if (!cJSON_IsObject(b))
-    return lm_error_set(err, LM_EINPUT, "%s: %s: expected an object", w->name, path);
-  if ((bad = unknown_key(b, bucket_keys)))
-    return lm_error_set(err, LM_EINPUT, "%s: %s: unknown field \"%.64s\"", w->name,
-                        path, bad);
-  const cJSON *jR = cJSON_GetObjectItemCaseSensitive(b, "R");
-  const cJSON *jC = cJSON_GetObjectItemCaseSensitive(b, "C");
-  const cJSON *jw = cJSON_GetObjectItemCaseSensitive(b, "weight");
-  const cJSON *jws = cJSON_GetObjectItemCaseSensitive(b, "weights");
-  int64_t R, C;
-  double wt;
-  if (!jC || !json_int(jC, 1, LM_WORKLOAD_MAX_EXTENT, &C))
-    return lm_error_set(err, LM_EINPUT, "%s: %s.C: expected an integer in [1, 2^40]",
-                        w->name, path);
-  if (!jR)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.R: missing (an integer, a list, or "
-                        "{\"from\", \"to\", \"geometric\"})",
-                        w->name, path);
-  if (cJSON_IsNumber(jR)) {
-    if (jws)
-      return lm_error_set(err, LM_EINPUT,
-                          "%s: %s.weights: a single-R bucket takes \"weight\"",
-                          w->name, path);
-    if (!json_int(jR, 1, LM_WORKLOAD_MAX_EXTENT, &R))
-      return lm_error_set(err, LM_EINPUT, "%s: %s.R: expected an integer in [1, 2^40]",
-                          w->name, path);
-    if (!jw || !json_nonneg(jw, &wt))
-      return lm_error_set(err, LM_EINPUT,
-                          "%s: %s.weight: expected a finite number >= 0", w->name,
-                          path);
-    if (lm_workload_add_bucket(w, ki, R, C, wt, err) != LM_OK)
-      return field_err(err, err->status, w->name, path);
-    return LM_OK;
+static lm_status parse_bucket(rd *r, lm_workload *w, int ki, const cJSON *b) {
+  int64_t R = 0, C = 0, g = 0, from = 0, to = 0;
+  double wt = 0;
+  lm_status s;
+  if ((s = lm_json_object(r, b, NULL, 0, &b)) ||
+      (s = lm_json_fields(r, b, bucket_keys)) ||
+      (s = lm_json_int(r, b, "C", 0, 1, MAXEXT, &C)))
+    return s;
+  const cJSON *jR = lm_json_get(b, "R");
+  if (!jR || cJSON_IsNumber(jR)) { /* one shape */
+    if (lm_json_get(b, "weights"))
+      return lm_json_error(r, b, "weights",
+                           "a single-R bucket takes \"weight\"");
+    if ((s = lm_json_int(r, b, "R", 0, 1, MAXEXT, &R)) ||
+        (s = lm_json_number(r, b, "weight", 0, 0, DBL_MAX, &wt)))
+      return s;
+    return lm_workload_add_bucket(w, ki, R, C, wt, r->err) ? at(r, b, NULL)
+                                                           : LM_OK;
   }
-  if (jw)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.weight: a bucket group takes \"weights\" (a list or "
-                        "one number)",
-                        w->name, path);
+  if (!cJSON_IsArray(jR) && !cJSON_IsObject(jR))
+    return lm_json_expected(
+        r, b, "R", "an integer, a list, or {\"from\", \"to\", \"geometric\"}");
+  if (lm_json_get(b, "weight"))
+    return lm_json_error(
+        r, b, "weight",
+        "a bucket group takes \"weights\" (a list or one number)");
   int n;
   if (cJSON_IsArray(jR)) {
+    if ((s = lm_json_array(r, b, "R", 0, 1, LM_WORKLOAD_MAX_BUCKETS, &jR)))
+      return s;
     n = cJSON_GetArraySize(jR);
-    if (n < 1 || n > LM_WORKLOAD_MAX_BUCKETS)
-      return lm_error_set(err, LM_EINPUT, "%s: %s.R: expected 1 to %d values",
-                          w->name, path, LM_WORKLOAD_MAX_BUCKETS);
-  } else if (cJSON_IsObject(jR)) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, jR) {
-      if (!c->string || (strcmp(c->string, "from") && strcmp(c->string, "to") &&
-                         strcmp(c->string, "geometric")))
-        return lm_error_set(err, LM_EINPUT, "%s: %s.R: unknown field \"%.64s\"",
-                            w->name, path, c->string ? c->string : "");
-    }
-    int64_t g;
-    if (!json_int(cJSON_GetObjectItemCaseSensitive(jR, "geometric"), 2,
-                  LM_WORKLOAD_MAX_BUCKETS, &g))
-      return lm_error_set(err, LM_EINPUT,
-                          "%s: %s.R.geometric: expected a count in [2, %d]", w->name,
-                          path, LM_WORKLOAD_MAX_BUCKETS);
-    n = (int)g;
   } else {
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.R: expected an integer, a list, or "
-                        "{\"from\", \"to\", \"geometric\"}",
-                        w->name, path);
+    if ((s = lm_json_fields(r, jR, series_keys)) ||
+        (s = lm_json_int(r, jR, "geometric", 0, 2, LM_WORKLOAD_MAX_BUCKETS,
+                         &g)))
+      return s;
+    n = (int)g;
   }
   double *ws = malloc(sizeof *ws * (size_t)n);
   if (!ws)
-    return lm_error_set(err, LM_ESYS, "workload: out of memory");
-  lm_status s = LM_OK;
-  if (!jws) {
-    s = lm_error_set(err, LM_EINPUT,
-                     "%s: %s.weights: missing (a list of %d weights or one number)",
-                     w->name, path, n);
-  } else if (cJSON_IsNumber(jws)) {
-    if (!json_nonneg(jws, &ws[0]))
-      s = lm_error_set(err, LM_EINPUT,
-                       "%s: %s.weights: expected a finite number >= 0", w->name, path);
-    for (int i = 1; i < n && s == LM_OK; i++)
-      ws[i] = ws[0];
-  } else if (cJSON_IsArray(jws) && cJSON_GetArraySize(jws) == n) {
-    int i = 0;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, jws) {
-      if (s == LM_OK && !json_nonneg(c, &ws[i]))
-        s = lm_error_set(err, LM_EINPUT,
-                         "%s: %s.weights[%d]: expected a finite number >= 0",
-                         w->name, path, i);
-      i++;
-    }
-  } else {
-    s = lm_error_set(err, LM_EINPUT,
-                     "%s: %s.weights: expected a list of %d weights (one per R) or "
-                     "one number",
-                     w->name, path, n);
-  }
+    return lm_error_set(r->err, LM_ESYS, "workload: out of memory");
+  s = group_weights(r, b, n, ws);
   if (s == LM_OK && cJSON_IsArray(jR)) {
     int i = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, jR) {
-      if (s != LM_OK)
+      if ((s = lm_json_int(r, c, NULL, 0, 1, MAXEXT, &R)))
         break;
-      if (!json_int(c, 1, LM_WORKLOAD_MAX_EXTENT, &R))
-        s = lm_error_set(err, LM_EINPUT,
-                         "%s: %s.R[%d]: expected an integer in [1, 2^40]", w->name,
-                         path, i);
-      else if (lm_workload_add_bucket(w, ki, R, C, ws[i], err) != LM_OK) {
-        snprintf(f, sizeof f, "%s.R[%d]", path, i);
-        s = field_err(err, err->status, w->name, f);
+      if (lm_workload_add_bucket(w, ki, R, C, ws[i++], r->err) != LM_OK) {
+        s = at(r, c, NULL);
+        break;
       }
-      i++;
     }
   } else if (s == LM_OK) {
-    int64_t from, to;
-    if (!json_int(cJSON_GetObjectItemCaseSensitive(jR, "from"), 1,
-                  LM_WORKLOAD_MAX_EXTENT, &from))
-      s = lm_error_set(err, LM_EINPUT,
-                       "%s: %s.R.from: expected an integer in [1, 2^40]", w->name, path);
-    else if (!json_int(cJSON_GetObjectItemCaseSensitive(jR, "to"), from,
-                       LM_WORKLOAD_MAX_EXTENT, &to))
-      s = lm_error_set(err, LM_EINPUT,
-                       "%s: %s.R.to: expected an integer in [R.from, 2^40]", w->name,
-                       path);
-    else if (lm_workload_add_geometric(w, ki, C, from, to, n, ws, err) != LM_OK)
-      s = field_err(err, err->status, w->name, path);
+    if (!(s = lm_json_int(r, jR, "from", 0, 1, MAXEXT, &from)) &&
+        !(s = lm_json_int(r, jR, "to", 0, from, MAXEXT, &to)) &&
+        lm_workload_add_geometric(w, ki, C, from, to, n, ws, r->err) != LM_OK)
+      s = at(r, b, NULL);
   }
   free(ws);
   return s;
 }
 
-static lm_status parse_kernel(lm_workload *w, const cJSON *jk, int i,
-                              lm_error *err) {
-  char path[96];
-  const char *bad;
-  snprintf(path, sizeof path, "kernels[%d]", i);
-  if (!cJSON_IsObject(jk))
-    return lm_error_set(err, LM_EINPUT, "%s: %s: expected an object", w->name, path);
-  if ((bad = unknown_key(jk, kernel_keys)))
-    return lm_error_set(err, LM_EINPUT, "%s: %s: unknown field \"%.64s\"", w->name,
-                        path, bad);
-  const cJSON *file = cJSON_GetObjectItemCaseSensitive(jk, "kernel");
-  const cJSON *extra = cJSON_GetObjectItemCaseSensitive(jk, "extra");
-  const cJSON *mv = cJSON_GetObjectItemCaseSensitive(jk, "max_variants");
-  const cJSON *cms = cJSON_GetObjectItemCaseSensitive(jk, "compile_ms");
-  const cJSON *bs = cJSON_GetObjectItemCaseSensitive(jk, "buckets");
-  if (!cJSON_IsString(file) || !file->valuestring[0])
-    return lm_error_set(err, LM_EINPUT, "%s: %s.kernel: expected a .lk path",
-                        w->name, path);
-  if (extra && !cJSON_IsString(extra))
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.extra: expected a string like \"H=64\"", w->name, path);
-  int ki;
-  if (lm_workload_add_kernel(w, file->valuestring, extra ? extra->valuestring : NULL,
-                             &ki, err) != LM_OK)
-    return field_err(err, err->status, w->name, path);
+static lm_status parse_kernel(rd *r, lm_workload *w, const cJSON *jk) {
+  const char *file = NULL, *extra = NULL;
+  const cJSON *bs = NULL, *jb;
   int64_t cap = 0;
   double ms = -1;
-  if (mv && !json_int(mv, 0, 1000000, &cap))
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.max_variants: expected an integer in [0, 1000000]",
-                        w->name, path);
-  if (cms && (!json_nonneg(cms, &ms) || ms > 1e9))
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.compile_ms: expected a finite number >= 0", w->name,
-                        path);
-  if (lm_workload_set_kernel_opts(w, ki, (int)cap, ms, err) != LM_OK)
-    return field_err(err, err->status, w->name, path);
-  if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) == 0)
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: %s.buckets: expected a non-empty list of buckets", w->name,
-                        path);
-  int b = 0;
-  const cJSON *jb;
+  int ki;
+  lm_status s;
+  if ((s = lm_json_object(r, jk, NULL, 0, &jk)) ||
+      (s = lm_json_fields(r, jk, kernel_keys)) ||
+      (s = lm_json_string(r, jk, "kernel", 0, 4000, &file)) ||
+      (s = lm_json_string(r, jk, "extra", LM_JSON_OPTIONAL, 0, &extra)))
+    return s;
+  if (lm_workload_add_kernel(w, file, extra, &ki, r->err) != LM_OK)
+    return at(r, jk, NULL);
+  if ((s = lm_json_int(r, jk, "max_variants", LM_JSON_OPTIONAL, 0, 1000000,
+                       &cap)) ||
+      (s = lm_json_number(r, jk, "compile_ms", LM_JSON_OPTIONAL, 0, 1e9, &ms)))
+    return s;
+  if (lm_workload_set_kernel_opts(w, ki, (int)cap, ms, r->err) != LM_OK)
+    return at(r, jk, NULL);
+  if ((s = lm_json_array(r, jk, "buckets", 0, 1, INT32_MAX, &bs)))
+    return s;
   cJSON_ArrayForEach(jb, bs) {
-    char bp[128];
-    snprintf(bp, sizeof bp, "%s.buckets[%d]", path, b++);
-    if (parse_bucket(w, ki, jb, bp, err) != LM_OK)
-      return err->status;
+    if ((s = parse_bucket(r, w, ki, jb)))
+      return s;
   }
   return LM_OK;
 }
 
-static lm_status parse_doc(lm_workload *w, const cJSON *root, lm_error *err) {
-  const char *bad;
+static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
+  const char *schema = NULL;
+  const cJSON *isa = NULL, *wk = NULL, *ks = NULL, *c;
+  lm_status s;
   if (!cJSON_IsObject(root))
-    return lm_error_set(err, LM_EINPUT, "%s: expected a JSON object", w->name);
-  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
-  if (!cJSON_IsString(schema))
-    return lm_error_set(err, LM_EINPUT, "%s: schema: expected \"%s\"", w->name,
-                        LM_WORKLOAD_SCHEMA);
-  if (strncmp(schema->valuestring, "lanemap.workload/", 17) != 0 ||
-      atoi(schema->valuestring + 17) != 1)
-    return lm_error_set(err, LM_EINPUT, "%s: schema: expected \"%s\", got \"%.64s\"",
-                        w->name, LM_WORKLOAD_SCHEMA, schema->valuestring);
-  if ((bad = unknown_key(root, top_keys)))
-    return lm_error_set(err, LM_EINPUT, "%s: unknown field \"%.64s\"", w->name, bad);
-  const cJSON *isa = cJSON_GetObjectItemCaseSensitive(root, "isa");
+    return lm_json_expected(r, root, NULL, "a JSON object");
+  if ((s = lm_json_string(r, root, "schema", 0, 0, &schema)))
+    return s;
+  if (strncmp(schema, "lanemap.workload/", 17) != 0 || atoi(schema + 17) != 1 ||
+      !isdigit((unsigned char)schema[17]))
+    return lm_json_expected(r, root, "schema", "\"" LM_WORKLOAD_SCHEMA "\"");
+  if ((s = lm_json_fields(r, root, top_keys)) ||
+      (s = lm_json_array(r, root, "isa", LM_JSON_OPTIONAL, 1, LM_ISA__COUNT,
+                         &isa)))
+    return s;
   if (isa) {
     lm_isa v[LM_ISA__COUNT];
     int n = 0;
-    if (!cJSON_IsArray(isa) || cJSON_GetArraySize(isa) < 1 ||
-        cJSON_GetArraySize(isa) > LM_ISA__COUNT)
-      return lm_error_set(err, LM_EINPUT, "%s: isa: expected a list of 1 to %d targets",
-                          w->name, LM_ISA__COUNT);
-    const cJSON *c;
     cJSON_ArrayForEach(c, isa) {
       if (!cJSON_IsString(c))
-        return lm_error_set(err, LM_EINPUT,
-                            "%s: isa[%d]: expected a target name (sse4.2, avx2, "
-                            "avx512, host)",
-                            w->name, n);
-      if (lm_isa_parse(c->valuestring, &v[n], err) != LM_OK) {
-        char f[32];
-        snprintf(f, sizeof f, "isa[%d]", n);
-        return field_err(err, LM_EINPUT, w->name, f);
-      }
-      n++;
+        return lm_json_expected(r, c, NULL,
+                                "a target name (sse4.2, avx2, avx512, host)");
+      if (lm_isa_parse(c->valuestring, &v[n++], r->err) != LM_OK)
+        return at(r, c, NULL);
     }
-    if (lm_workload_set_isas(w, v, n, err) != LM_OK)
-      return field_err(err, LM_EINPUT, w->name, "isa");
+    if (lm_workload_set_isas(w, v, n, r->err) != LM_OK)
+      return at(r, root, "isa");
   }
-  const cJSON *wk = cJSON_GetObjectItemCaseSensitive(root, "workers");
+  if ((s = lm_json_array(r, root, "workers", LM_JSON_OPTIONAL, 1, 8, &wk)))
+    return s;
   if (wk) {
     int v[8], n = 0;
-    if (!cJSON_IsArray(wk) || cJSON_GetArraySize(wk) < 1 || cJSON_GetArraySize(wk) > 8)
-      return lm_error_set(err, LM_EINPUT,
-                          "%s: workers: expected a list of 1 to 8 worker counts",
-                          w->name);
-    const cJSON *c;
     cJSON_ArrayForEach(c, wk) {
-      int64_t x;
-      if (!json_int(c, 1, LM_MAX_WORKERS, &x))
-        return lm_error_set(err, LM_EINPUT,
-                            "%s: workers[%d]: expected an integer in [1, %d]", w->name,
-                            n, LM_MAX_WORKERS);
+      int64_t x = 0;
+      if ((s = lm_json_int(r, c, NULL, 0, 1, LM_MAX_WORKERS, &x)))
+        return s;
       v[n++] = (int)x;
     }
-    if (lm_workload_set_workers(w, v, n, err) != LM_OK)
-      return field_err(err, LM_EINPUT, w->name, "workers");
+    if (lm_workload_set_workers(w, v, n, r->err) != LM_OK)
+      return at(r, root, "workers");
   }
   int64_t cap = 0, bv = -1;
   double bms = -1;
-  const cJSON *j;
-  if ((j = cJSON_GetObjectItemCaseSensitive(root, "max_variants_per_kernel")) &&
-      !json_int(j, 0, 1000000, &cap))
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: max_variants_per_kernel: expected an integer in [0, "
-                        "1000000]",
-                        w->name);
-  if ((j = cJSON_GetObjectItemCaseSensitive(root, "compile_budget_ms")) &&
-      (!json_nonneg(j, &bms) || bms > 1e12))
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: compile_budget_ms: expected a finite number >= 0", w->name);
-  if ((j = cJSON_GetObjectItemCaseSensitive(root, "compile_budget_variants")) &&
-      !json_int(j, 0, 100000000, &bv))
-    return lm_error_set(err, LM_EINPUT,
-                        "%s: compile_budget_variants: expected an integer >= 0",
-                        w->name);
-  if (lm_workload_set_budgets(w, (int)cap, bms, (int)bv, err) != LM_OK) {
-    lm_error inner = *err;
-    return lm_error_set(err, LM_EINPUT, "%s: %s", w->name, inner.msg);
+  if ((s = lm_json_int(r, root, "max_variants_per_kernel", LM_JSON_OPTIONAL, 0,
+                       1000000, &cap)) ||
+      (s = lm_json_number(r, root, "compile_budget_ms", LM_JSON_OPTIONAL, 0,
+                          1e12, &bms)) ||
+      (s = lm_json_int(r, root, "compile_budget_variants", LM_JSON_OPTIONAL, 0,
+                       100000000, &bv)))
+    return s;
+  if (lm_workload_set_budgets(w, (int)cap, bms, (int)bv, r->err) != LM_OK) {
+    lm_error inner = *r->err;
+    return lm_error_set(r->err, LM_EINPUT, "%s: $.%s", r->file, inner.msg);
   }
-  const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
-  if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) == 0)
-    return lm_error_set(err, LM_EINPUT, "%s: kernels: expected a non-empty list",
-                        w->name);
-  int i = 0;
-  const cJSON *jk;
-  cJSON_ArrayForEach(jk, ks) {
-    if (parse_kernel(w, jk, i++, err) != LM_OK)
-      return err->status;
+  if ((s = lm_json_array(r, root, "kernels", 0, 1, INT32_MAX, &ks)))
+    return s;
+  cJSON_ArrayForEach(c, ks) {
+    if ((s = parse_kernel(r, w, c)))
+      return s;
   }
   return LM_OK;
 }
 
 lm_status lm_workload_from_json_text(const char *name, const char *dir,
-                                     const char *text, size_t n, lm_workload **out,
-                                     lm_error *err) {
+                                     const char *text, size_t n,
+                                     lm_workload **out, lm_error *err) {
   *out = NULL;
   lm_workload *w = lm_workload_new(name, dir, err);
   if (!w)
     return LM_ESYS;
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-  lm_status s;
-  if (!root) {
-    long off = end ? (long)(end - text) : 0;
-    s = lm_error_set(err, LM_EINPUT, "%s: not valid JSON (near byte %ld)", w->name, off);
-  } else {
-    s = parse_doc(w, root, err);
+  cJSON *root = NULL;
+  lm_status s = lm_json_parse(w->name, text, n, &root, err);
+  if (s == LM_OK) {
+    rd r = {w->name, root, err};
+    s = parse_doc(&r, w, root);
   }
   cJSON_Delete(root);
   if (s != LM_OK) {
@@ -642,37 +527,41 @@ lm_status lm_workload_shape(const lm_workload *w, int ki, int b, lm_shape *out,
     return LM_EINPUT;
   const lm_workload_kernel *k = &w->kernels[ki];
   if (!k->k)
-    return lm_error_set(err, LM_EINPUT, "kernel %d is not loaded (lm_workload_bind)",
-                        ki);
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %d is not loaded (lm_workload_bind)", ki);
   if (b < 0 || b >= k->nbuckets)
     return lm_error_set(err, LM_EINPUT, "kernel %d has no bucket %d", ki, b);
-  return lm_shape_bind(k->k, k->buckets[b].R, k->buckets[b].C, k->extra, out, err);
+  return lm_shape_bind(k->k, k->buckets[b].R, k->buckets[b].C, k->extra, out,
+                       err);
 }
 
 lm_status lm_workload_bind(lm_workload *w, lm_error *err) {
   for (int i = 0; i < w->nkernels; i++) {
     lm_workload_kernel *k = &w->kernels[i];
-    char f[64];
+    lm_error inner;
     if (k->nbuckets == 0)
-      return lm_error_set(err, LM_EINPUT, "%s: kernels[%d].buckets: no buckets",
-                          w->name, i);
+      return lm_error_set(err, LM_EINPUT,
+                          "%s: $.kernels[%d].buckets: no buckets", w->name, i);
     if (!k->k && lm_kernel_load(k->resolved, &k->k, err) != LM_OK) {
-      snprintf(f, sizeof f, "kernels[%d].kernel", i);
-      return field_err(err, err->status, w->name, f);
+      inner = *err;
+      return lm_error_set(err, inner.status, "%s: $.kernels[%d].kernel: %s",
+                          w->name, i, inner.msg);
     }
     /* compiled entries, AOT symbols and dispatch go by kernel name */
     for (int j = 0; j < i; j++)
       if (strcmp(w->kernels[j].k->name, k->k->name) == 0)
-        return lm_error_set(err, LM_EINPUT,
-                            "%s: kernels[%d].kernel: %s holds kernel %.64s, as "
-                            "kernels[%d] (%s) does: a workload names each kernel "
-                            "once (put all its shapes in one entry's buckets)",
-                            w->name, i, k->path, k->k->name, j, w->kernels[j].path);
+        return lm_error_set(
+            err, LM_EINPUT,
+            "%s: $.kernels[%d].kernel: %s holds kernel %.64s, as "
+            "kernels[%d] (%s) does: a workload names each kernel "
+            "once (put all its shapes in one entry's buckets)",
+            w->name, i, k->path, k->k->name, j, w->kernels[j].path);
     for (int b = 0; b < k->nbuckets; b++) {
       lm_shape sh;
       if (lm_workload_shape(w, i, b, &sh, err) != LM_OK) {
-        snprintf(f, sizeof f, "kernels[%d].buckets[%d]", i, b);
-        return field_err(err, LM_EINPUT, w->name, f);
+        inner = *err;
+        return lm_error_set(err, LM_EINPUT, "%s: $.kernels[%d].buckets[%d]: %s",
+                            w->name, i, b, inner.msg);
       }
     }
   }
@@ -683,7 +572,7 @@ lm_status lm_workload_load(const char *path, lm_workload **out, lm_error *err) {
   *out = NULL;
   char *text = NULL;
   size_t n = 0;
-  lm_status s = lm_file_read(path, &text, &n, err);
+  lm_status s = lm_json_read_file(path, &text, &n, err);
   if (s != LM_OK)
     return s;
   char dir[4096];
@@ -704,17 +593,8 @@ lm_status lm_workload_load(const char *path, lm_workload **out, lm_error *err) {
   return s;
 }
 
-/* A JSON number that reads back as exactly x (cJSON's own printer keeps
- * only 15 digits when they come within an epsilon). */
-static cJSON *exact_num(double x) {
-  char buf[40];
-  snprintf(buf, sizeof buf, "%.15g", x);
-  if (strtod(buf, NULL) != x)
-    snprintf(buf, sizeof buf, "%.17g", x);
-  return cJSON_CreateRaw(buf);
-}
-
-lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *err) {
+lm_status lm_workload_to_json_text(const lm_workload *w, char **out,
+                                   lm_error *err) {
   *out = NULL;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "schema", LM_WORKLOAD_SCHEMA);
@@ -724,11 +604,14 @@ lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *e
   cJSON *wk = cJSON_AddArrayToObject(root, "workers");
   for (int i = 0; i < w->nworkers; i++)
     cJSON_AddItemToArray(wk, cJSON_CreateNumber(w->workers[i]));
-  cJSON_AddNumberToObject(root, "max_variants_per_kernel", w->max_variants_per_kernel);
+  cJSON_AddNumberToObject(root, "max_variants_per_kernel",
+                          w->max_variants_per_kernel);
   if (w->compile_budget_ms >= 0)
-    cJSON_AddItemToObject(root, "compile_budget_ms", exact_num(w->compile_budget_ms));
+    cJSON_AddItemToObject(root, "compile_budget_ms",
+                          cJSON_CreateNumber(w->compile_budget_ms));
   if (w->compile_budget_variants >= 0)
-    cJSON_AddNumberToObject(root, "compile_budget_variants", w->compile_budget_variants);
+    cJSON_AddNumberToObject(root, "compile_budget_variants",
+                            w->compile_budget_variants);
   cJSON *ks = cJSON_AddArrayToObject(root, "kernels");
   for (int i = 0; i < w->nkernels; i++) {
     const lm_workload_kernel *k = &w->kernels[i];
@@ -739,23 +622,24 @@ lm_status lm_workload_to_json_text(const lm_workload *w, char **out, lm_error *e
     if (k->max_variants)
       cJSON_AddNumberToObject(jk, "max_variants", k->max_variants);
     if (k->compile_ms >= 0)
-      cJSON_AddItemToObject(jk, "compile_ms", exact_num(k->compile_ms));
+      cJSON_AddItemToObject(jk, "compile_ms",
+                            cJSON_CreateNumber(k->compile_ms));
     cJSON *bs = cJSON_AddArrayToObject(jk, "buckets");
     for (int b = 0; b < k->nbuckets; b++) {
       cJSON *jb = cJSON_CreateObject();
       cJSON_AddNumberToObject(jb, "R", (double)k->buckets[b].R);
       cJSON_AddNumberToObject(jb, "C", (double)k->buckets[b].C);
-      cJSON_AddItemToObject(jb, "weight", exact_num(k->buckets[b].weight));
+      cJSON_AddItemToObject(jb, "weight",
+                            cJSON_CreateNumber(k->buckets[b].weight));
       cJSON_AddItemToArray(bs, jb);
     }
     cJSON_AddItemToArray(ks, jk);
   }
-  char *t = cJSON_Print(root);
+  lm_status s = lm_json_exact(root, err);
+  if (s == LM_OK)
+    s = lm_json_print(root, true, out, NULL, err);
   cJSON_Delete(root);
-  if (!t)
-    return lm_error_set(err, LM_ESYS, "workload: out of memory");
-  *out = t;
-  return LM_OK;
+  return s;
 }
 
 static int streq(const char *a, const char *b) {
@@ -782,7 +666,8 @@ int lm_workload_equal(const lm_workload *a, const lm_workload *b) {
         x->nbuckets != y->nbuckets)
       return 0;
     for (int s = 0; s < x->nbuckets; s++)
-      if (x->buckets[s].R != y->buckets[s].R || x->buckets[s].C != y->buckets[s].C ||
+      if (x->buckets[s].R != y->buckets[s].R ||
+          x->buckets[s].C != y->buckets[s].C ||
           x->buckets[s].weight != y->buckets[s].weight)
         return 0;
   }

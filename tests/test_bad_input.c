@@ -257,7 +257,7 @@ Test(bad_input, workloads_with_a_non_finite_weight_or_bad_json_exit_2) {
        "kernels[0].buckets[0].weight: expected a finite number >= 0"},
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"" LANEMAP_SOURCE_DIR
        "/" RMS "\",\"buckets\":[{\"R\":1,\"C\":8,\"weight\":NaN}]}]}",
-       "not valid JSON"},
+       ": invalid JSON"},
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"" LANEMAP_SOURCE_DIR
        "/" RMS "\",\"buckets\":[{\"R\":65536,\"C\":65537,\"weight\":1}]}]}",
        "kernels[0].buckets[0]: shape too large"},

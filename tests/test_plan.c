@@ -258,28 +258,28 @@ static const struct {
   edit_fn edit;
   const char *want;
 } bad[] = {
-    {e_schema, "p.json: schema: expected \"lanemap.plan/1\""},
-    {e_noworkload, "p.json: workload: expected a string"},
-    {e_profiles, "p.json: profiles: expected"},
-    {e_fp, "p.json: profiles[0].fingerprint: expected 16"},
-    {e_isa, "p.json: profiles[0].isa: expected an ISA"},
-    {e_pmode, "p.json: profiles[0].mode: expected"},
-    {e_thr, "p.json: mode.threshold: expected true or false"},
-    {e_thr_true, "p.json: mode.threshold: expected false"},
-    {e_scen, "p.json: mode.scenarios: expected an integer"},
-    {e_status, "p.json: solver.status: expected"},
-    {e_obj, "p.json: solver.objective_ns: expected a finite number >= 0"},
-    {e_nodes, "p.json: solver.nodes: expected an integer"},
-    {e_kernels, "p.json: kernels: expected a non-empty list"},
-    {e_hash, "p.json: kernels[1].hash: expected"},
-    {e_path, "p.json: kernels[0].path: expected a non-empty path"},
-    {e_variant, "p.json: kernels[1].variants[0]: "},
-    {e_bvar, "p.json: kernels[1].buckets[2].variant: expected an integer in [0, "},
-    {e_bR, "p.json: kernels[0].buckets[4].R: expected an integer"},
-    {e_bw, "p.json: kernels[0].buckets[1].weight: expected a finite number >= 0"},
-    {e_bdup, "p.json: kernels[0].buckets[1]: expected a shape not already"},
-    {e_bpred, "p.json: kernels[1].buckets[0].predicted_ns: expected"},
-    {e_kdup, "p.json: kernels[1].name: \"rmsnorm\" is also kernels[0].name"},
+    {e_schema, "p.json: $.schema: expected \"lanemap.plan/1\""},
+    {e_noworkload, "p.json: $.workload: missing field, expected a string"},
+    {e_profiles, "p.json: $.profiles: expected"},
+    {e_fp, "p.json: $.profiles[0].fingerprint: expected 16"},
+    {e_isa, "p.json: $.profiles[0].isa: expected an ISA"},
+    {e_pmode, "p.json: $.profiles[0].mode: expected"},
+    {e_thr, "p.json: $.mode.threshold: expected true or false"},
+    {e_thr_true, "p.json: $.kernels[0]: has no thresholds, but $.mode.threshold is true"},
+    {e_scen, "p.json: $.mode.scenarios: expected an integer"},
+    {e_status, "p.json: $.solver.status: expected"},
+    {e_obj, "p.json: $.solver.objective_ns: expected a finite number >= 0"},
+    {e_nodes, "p.json: $.solver.nodes: expected an integer"},
+    {e_kernels, "p.json: $.kernels: expected an array of 1 to 100000 elements, got an object"},
+    {e_hash, "p.json: $.kernels[1].hash: expected"},
+    {e_path, "p.json: $.kernels[0].path: expected a non-empty string"},
+    {e_variant, "p.json: $.kernels[1].variants[0]: "},
+    {e_bvar, "p.json: $.kernels[1].buckets[2].variant: expected an integer from 0 to "},
+    {e_bR, "p.json: $.kernels[0].buckets[4].R: expected an integer"},
+    {e_bw, "p.json: $.kernels[0].buckets[1].weight: expected a finite number >= 0"},
+    {e_bdup, "p.json: $.kernels[0].buckets[1]: shape (R=1, C=64) is also the shape of buckets[0]"},
+    {e_bpred, "p.json: $.kernels[1].buckets[0].predicted_ns: expected"},
+    {e_kdup, "p.json: $.kernels[1].name: \"rmsnorm\" is also kernels[0].name"},
 };
 
 Test(plan, malformed_plans_name_the_field) {
@@ -304,7 +304,10 @@ Test(plan, malformed_plans_name_the_field) {
   }
   lm_plan *q = NULL;
   cr_expect_eq(lm_plan_from_json_text("p.json", "{", 1, &q, &e), LM_EINPUT);
-  cr_expect(strstr(e.msg, "not valid JSON"), "%s", e.msg);
+  cr_expect_str_eq(e.msg, "p.json: truncated JSON: the text ends inside an "
+                          "object, an array or a string");
+  cr_expect_eq(lm_plan_from_json_text("p.json", "{}\n}", 4, &q, &e), LM_EINPUT);
+  cr_expect_str_eq(e.msg, "p.json:2:1: unexpected text after the JSON value");
   free(good);
   lm_plan_free(p);
   lm_workload_free(w);

@@ -541,7 +541,7 @@ Test(profile, another_major_version_names_both_versions) {
       lm_profile_from_json_text("v3.json", a, strlen(a), &p, NULL, &err),
       LM_EINPUT);
   cr_expect_null(p);
-  cr_expect_str_eq(err.msg, "v3.json: schema: lanemap.profile/3.1 is not "
+  cr_expect_str_eq(err.msg, "v3.json: $.schema: lanemap.profile/3.1 is not "
                             "supported: this build reads lanemap.profile/1 "
                             "(major version 1)");
   free(text);

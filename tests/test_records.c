@@ -299,19 +299,19 @@ static void expect_bad_line(const char *line, const char *want) {
   lm_error err = {0};
   cr_expect_eq(lm_records_read(path, &rs, &err), LM_EINPUT, "line %s", line);
   char where[600];
-  snprintf(where, sizeof where, "%s:2: ", path);
+  snprintf(where, sizeof where, "%s:2:", path);
   cr_expect(strstr(err.msg, where), "no %s in: %s", where, err.msg);
   cr_expect(strstr(err.msg, want), "no '%s' in: %s", want, err.msg);
 }
 
 Test(records, bad_lines_name_path_line_and_field) {
-  expect_bad_line("{\"schema\":\"lanemap.record/1\",", "not valid JSON");
+  expect_bad_line("{\"schema\":\"lanemap.record/1\",", "truncated JSON");
   expect_bad_line("[1, 2]", "expected a JSON object");
   expect_bad_line("{\"kernel\":\"k\"}", "schema: missing");
   expect_bad_line("{\"schema\":\"lanemap.record/2\",\"kernel\":\"k\"}",
                   "schema: \"lanemap.record/2\" is not readable");
   expect_bad_line("{\"schema\":\"other/1\"}", "schema: expected");
-  expect_bad_line("{\"schema\":\"lanemap.record/x\"}", "schema: bad version");
+  expect_bad_line("{\"schema\":\"lanemap.record/x\"}", "$.schema: expected \"lanemap.record/1\", got \"lanemap.record/x\"");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel_hash\":"
                   "\"0123456789abcdef\"}",
                   "kernel: missing");
@@ -319,7 +319,7 @@ Test(records, bad_lines_name_path_line_and_field) {
                   "\"kernel_hash\":\"XYZ\"}",
                   "kernel_hash: expected 16");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":7}",
-                  "kernel: expected a string");
+                  "$.kernel: expected a non-empty string, got 7");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2],"
                   "\"variant\":\"v\",\"isa\":\"avx2\"}",
@@ -327,7 +327,7 @@ Test(records, bad_lines_name_path_line_and_field) {
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2, 0.5],"
                   "\"variant\":\"v\",\"isa\":\"avx2\"}",
-                  "shape: expected [R, C]");
+                  "$.shape[1]: expected a positive integer, got 0.5");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"isa\":\"avx2\"}",
@@ -339,11 +339,11 @@ Test(records, bad_lines_name_path_line_and_field) {
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"variant\":\"v\",\"isa\":\"avx2\",\"median\":-1}",
-                  "median: expected a number >= 0");
+                  "$.median: expected a finite number >= 0, or null, got -1");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"variant\":\"v\",\"isa\":\"avx2\",\"predicted\":\"1\"}",
-                  "predicted: expected a number >= 0");
+                  "$.predicted: expected a finite number >= 0, or null, got \"1\"");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"variant\":\"v\",\"isa\":\"avx2\",\"times\":3}",
@@ -351,16 +351,18 @@ Test(records, bad_lines_name_path_line_and_field) {
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"variant\":\"v\",\"isa\":\"avx2\",\"times\":[1,-1]}",
-                  "times[1]: expected a number >= 0");
+                  "$.times[1]: expected a finite number >= 0, got -1");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"variant\":\"v\",\"isa\":\"avx2\",\"verified\":1}",
-                  "verified: expected true, false or null");
+                  "$.verified: expected true or false, or null, got 1");
   expect_bad_line("{\"schema\":\"lanemap.record/1\",\"kernel\":\"k.lk\","
                   "\"kernel_hash\":\"0123456789abcdef\",\"shape\":[2,3],"
                   "\"variant\":\"v\",\"isa\":\"avx2\",\"timestamp\":5}",
-                  "timestamp: expected a string");
-  expect_bad_line("{\"schema\":\"lanemap.record/1\"} {}", "text after");
+                  "$.timestamp: expected a string, or null, got 5");
+  expect_bad_line("{\"schema\":\"lanemap.record/1\"} {}", "bad.jsonl:2:31: unexpected text after the JSON value");
+  expect_bad_line("{\"schema\":\"lanemap.record/1\",\"schema\":\"lanemap.record/1\"}",
+                  "bad.jsonl:2: $.schema: given twice");
 }
 
 Test(records, a_missing_file_is_bad_input) {

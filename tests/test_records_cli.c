@@ -127,7 +127,7 @@ static void import_fails(const char *file, const char *want, int with_kernel) {
 
 Test(records_cli, hyperfine_unmappable_is_an_error) {
   import_fails(FIX "hyperfine_plain.json",
-               "hyperfine_plain.json: results[0].command: cannot map "
+               "hyperfine_plain.json: $.results[0].command: cannot map "
                "'./my_pipeline_step 8 512' onto a lanemap measurement: it "
                "names no kernel",
                0);
@@ -138,27 +138,28 @@ Test(records_cli, hyperfine_unmappable_is_an_error) {
 
 Test(records_cli, hyperfine_bad_fields) {
   import_fails(FIX "hyperfine_bad_mean.json",
-               "hyperfine_bad_mean.json: results[0].mean: expected a number "
-               ">= 0",
+               "hyperfine_bad_mean.json: $.results[0].mean: expected a finite "
+               "number >= 0, got -1",
                0);
   import_fails(FIX "hyperfine_bad_variant.json",
-               "results[0]: variant 'x86-64-v3/w8/l3/t1'", 0);
+               "$.results[0]: variant 'x86-64-v3/w8/l3/t1'", 0);
 }
 
 Test(records_cli, tvm_unmappable_is_an_error) {
   import_fails(FIX "tvm_unmapped.jsonl",
-               "tvm_unmapped.jsonl:1: input[1]: task 'conv2d_nchw.x86' names "
+               "tvm_unmapped.jsonl:1: $.input[1]: task 'conv2d_nchw.x86' names "
                "no lanemap kernel",
                1);
   import_fails(FIX "tvm_no_variant.jsonl",
-               "tvm_no_variant.jsonl:1: config: names no lanemap variant", 1);
+               "tvm_no_variant.jsonl:1: $.config: names no lanemap variant", 1);
   /* without --kernel the task name "rmsnorm" maps onto nothing */
-  import_fails(FIX "tvm.jsonl", "tvm.jsonl:1: input[1]: task 'rmsnorm'", 0);
+  import_fails(FIX "tvm.jsonl", "tvm.jsonl:1: $.input[1]: task 'rmsnorm'", 0);
 }
 
 Test(records_cli, tvm_bad_line_names_line_and_field) {
   import_fails(FIX "tvm_bad_line.jsonl",
-               "tvm_bad_line.jsonl:2: result[0][0]: expected a cost", 1);
+               "tvm_bad_line.jsonl:2: $.result[0][0]: expected a finite number >= "
+               "0, got \"fast\"", 1);
 }
 
 Test(records_cli, not_a_log) {
@@ -215,4 +216,31 @@ Test(records_cli, best_per_kernel_and_shape) {
   r = RUN("records", "best", FIX "missing.jsonl", "-o", best);
   cr_expect_eq(r.code, 2, "%s", r.err);
   run_free(&r);
+}
+
+Test(records_cli, a_truncated_hyperfine_file_says_so) {
+  import_fails(FIX "hyperfine_truncated.json",
+               "hyperfine_truncated.json: truncated JSON: the text ends "
+               "inside an object, an array or a string",
+               0);
+}
+
+Test(records_cli, a_key_given_twice_is_an_error) {
+  import_fails(FIX "hyperfine_duplicate_key.json",
+               "hyperfine_duplicate_key.json: $.results[0].mean: given twice",
+               0);
+}
+
+Test(records_cli, a_tvm_shape_that_is_not_an_integer_is_refused) {
+  import_fails(FIX "tvm_fractional_shape.jsonl",
+               "tvm_fractional_shape.jsonl:1: $.input[2][0]: expected a "
+               "positive integer, got 8.5",
+               1);
+}
+
+Test(records_cli, a_tvm_variant_that_is_not_a_string_is_refused) {
+  import_fails(FIX "tvm_variant_not_a_string.jsonl",
+               "tvm_variant_not_a_string.jsonl:1: $.config.variant: expected a "
+               "non-empty string, got 7",
+               1);
 }

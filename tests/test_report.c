@@ -474,13 +474,15 @@ Test(report, inconsistent_case_records_are_errors_naming_the_field) {
   set_extra(&rs, 1, "case_variant", "7");
   expect_rebuild_error(&rs, "case_variant: 7 is not below");
   set_extra(&rs, 1, "case_variant", "\"one\"");
-  expect_rebuild_error(&rs, "record 1: case_variant: expected an integer");
+  expect_rebuild_error(&rs, "record 1: $.case_variant: expected an integer "
+                            "from 0 to 1000000000, got \"one\"");
   set_extra(&rs, 1, "case_variant", "1");
   set_extra(&rs, 1, "case", "3");
   expect_rebuild_error(&rs, "record 1: case: expected a string");
   set_extra(&rs, 1, "case", "\"op-a\"");
   set_extra(&rs, 1, "pred_default", "\"fast\"");
-  expect_rebuild_error(&rs, "pred_default: expected a number");
+  expect_rebuild_error(&rs, "record 1: $.pred_default: expected a finite number, "
+                            "or null, got \"fast\"");
   set_extra(&rs, 1, "pred_default", "1e-7");
   set_extra(&rs, 1, "terms_ns", "{\"t_mem\":1}");
   expect_rebuild_error(&rs, "terms_ns: 1 terms");
@@ -662,7 +664,7 @@ Test(report, merge_rejects_bad_input_with_exit_code_2) {
       NULL};
   r = run_cli(bad);
   cr_expect_eq(r.code, 2);
-  cr_expect(strstr(r.err, "bad.jsonl:1: kernel: missing"), "%s", r.err);
+  cr_expect(strstr(r.err, "bad.jsonl:1: $.kernel: missing field"), "%s", r.err);
   struct stat sb;
   cr_expect_neq(stat(tmp_path("m/records.jsonl"), &sb), 0,
                 "nothing is written on bad input");

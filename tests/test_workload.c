@@ -114,37 +114,37 @@ static const struct {
   const char *json, *want;
 } bad[] = {
     {"[]", "expected a JSON object"},
-    {"{\"schema\":\"lanemap.workload/1\"", "not valid JSON"},
-    {"{\"kernels\":[]}", "schema: expected"},
+    {"{\"schema\":\"lanemap.workload/1\"", "truncated JSON"},
+    {"{\"kernels\":[]}", "schema: missing field, expected"},
     {"{\"schema\":\"lanemap.workload/2\",\"kernels\":[]}", "schema: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[],\"budget\":1}", "unknown field \"budget\""},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[]}", "kernels: expected a non-empty list"},
-    {"{\"schema\":\"lanemap.workload/1\",\"isa\":\"host\",\"kernels\":[]}", "isa: expected a list"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[]}", "$.kernels: expected a non-empty array, got an array of 0 elements"},
+    {"{\"schema\":\"lanemap.workload/1\",\"isa\":\"host\",\"kernels\":[]}", "$.isa: expected an array of 1 to 4 elements, got \"host\""},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[\"z80\"],\"kernels\":[]}", "isa[0]:"},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[\"host\",\"host\"],\"kernels\":[]}", "isa[1]: host repeats"},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[3],\"kernels\":[]}", "isa[0]: expected a target"},
     {"{\"schema\":\"lanemap.workload/1\",\"workers\":[0],\"kernels\":[]}", "workers[0]: expected an integer"},
     {"{\"schema\":\"lanemap.workload/1\",\"workers\":[1,1.5],\"kernels\":[]}", "workers[1]: expected an integer"},
-    {"{\"schema\":\"lanemap.workload/1\",\"workers\":[],\"kernels\":[]}", "workers: expected a list"},
+    {"{\"schema\":\"lanemap.workload/1\",\"workers\":[],\"kernels\":[]}", "$.workers: expected an array of 1 to 8 elements"},
     {"{\"schema\":\"lanemap.workload/1\",\"max_variants_per_kernel\":-1,\"kernels\":[]}", "max_variants_per_kernel: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"compile_budget_ms\":-5,\"kernels\":[]}", "compile_budget_ms: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"compile_budget_variants\":2.5,\"kernels\":[]}", "compile_budget_variants: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"compile_budget_ms\":5,\"compile_budget_variants\":2,\"kernels\":[]}", "not both"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[3]}", "kernels[0]: expected an object"},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"buckets\":[]}]}", "kernels[0].kernel: expected a .lk path"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"buckets\":[]}]}", "$.kernels[0].kernel: missing field, expected a non-empty string"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"bukets\":[]}]}", "kernels[0]: unknown field \"bukets\""},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"extra\":4,\"buckets\":[]}]}", "kernels[0].extra: expected a string"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"extra\":4,\"buckets\":[]}]}", "$.kernels[0].extra: expected a non-empty string, got 4"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"extra\":\"H\",\"buckets\":[]}]}", "kernels[0]: extra: expected symbols"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"max_variants\":\"2\",\"buckets\":[]}]}", "kernels[0].max_variants: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"compile_ms\":-1,\"buckets\":[]}]}", "kernels[0].compile_ms: expected"},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[]}]}", "kernels[0].buckets: expected a non-empty list"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[]}]}", "$.kernels[0].buckets: expected a non-empty array"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[1]}]}", "kernels[0].buckets[0]: expected an object"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"C\":2,\"weight\":1,\"w\":1}]}]}", "kernels[0].buckets[0]: unknown field \"w\""},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"weight\":1}]}]}", "kernels[0].buckets[0].C: expected an integer"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"weight\":1}]}]}", "$.kernels[0].buckets[0].C: missing field, expected an integer from 1 to 2^40"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"C\":2,\"weight\":1}]}]}", "kernels[0].buckets[0].R: missing"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":0,\"C\":2,\"weight\":1}]}]}", "kernels[0].buckets[0].R: expected an integer"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":\"8\",\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R: expected an integer, a list"},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"C\":2}]}]}", "kernels[0].buckets[0].weight: expected a finite number >= 0"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"C\":2}]}]}", "$.kernels[0].buckets[0].weight: missing field, expected a finite number >= 0"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"C\":2,\"weight\":-1}]}]}", "kernels[0].buckets[0].weight: expected a finite number >= 0"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"C\":2,\"weights\":[1]}]}]}", "kernels[0].buckets[0].weights: a single-R bucket"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":1,\"C\":2,\"weight\":1},{\"R\":1,\"C\":2,\"weight\":2}]}]}", "kernels[0].buckets[1]: shape (R=1, C=2) repeats bucket 0"},
@@ -154,9 +154,9 @@ static const struct {
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":[1,2],\"C\":2,\"weights\":[1,null]}]}]}", "kernels[0].buckets[0].weights[1]: expected a finite"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":[1,2],\"C\":2,\"weights\":-1}]}]}", "kernels[0].buckets[0].weights: expected a finite"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":[1,-2],\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R[1]: expected an integer"},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":[],\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R: expected 1 to"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":[],\"C\":2,\"weights\":1}]}]}", "$.kernels[0].buckets[0].R: expected an array of 1 to 4096 elements, got an array of 0 elements"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":[4,4],\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R[1]: shape (R=4, C=2) repeats"},
-    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":{\"from\":1,\"to\":8},\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R.geometric: expected a count"},
+    {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":{\"from\":1,\"to\":8},\"C\":2,\"weights\":1}]}]}", "$.kernels[0].buckets[0].R.geometric: missing field, expected an integer from 2 to 4096"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":{\"from\":0,\"to\":8,\"geometric\":2},\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R.from: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":{\"from\":9,\"to\":8,\"geometric\":2},\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R.to: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"a.lk\",\"buckets\":[{\"R\":{\"from\":1,\"to\":8,\"geometric\":2,\"step\":2},\"C\":2,\"weights\":1}]}]}", "kernels[0].buckets[0].R: unknown field \"step\""},
@@ -185,19 +185,19 @@ Test(workload, bind_names_missing_kernels_and_bad_shapes) {
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"rmsnorm.lk\","
        "\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1}]},{\"kernel\":\"nope.lk\","
        "\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1}]}]}",
-       "t.json: kernels[1].kernel: "},
+       "t.json: $.kernels[1].kernel: "},
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"rope.lk\","
        "\"extra\":\"H=4\",\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1},"
        "{\"R\":2,\"C\":9,\"weight\":1}]}]}",
-       "t.json: kernels[0].buckets[1]: "},
+       "t.json: $.kernels[0].buckets[1]: "},
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"rmsnorm.lk\","
        "\"extra\":\"Q=3\",\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1}]}]}",
-       "t.json: kernels[0].buckets[0]: "},
+       "t.json: $.kernels[0].buckets[0]: "},
       /* the same kernel twice: its compiled entries would clash by name */
       {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\"rmsnorm.lk\","
        "\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1}]},{\"kernel\":\"./rmsnorm.lk\","
        "\"buckets\":[{\"R\":4,\"C\":8,\"weight\":1}]}]}",
-       "t.json: kernels[1].kernel: ./rmsnorm.lk holds kernel rmsnorm, as kernels[0]"},
+       "t.json: $.kernels[1].kernel: ./rmsnorm.lk holds kernel rmsnorm, as kernels[0]"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     lm_workload *w = NULL;

@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
+#include "lanemap/json.h"
 
 #include "bench/anchors/anchors.h"
 #include "lanemap/calibrate.h"
@@ -459,19 +459,13 @@ int main(int argc, char **argv) {
   lm_error err = {0};
   char path[1024];
   snprintf(path, sizeof path, "%s/kernels/suite.json", LANEMAP_SOURCE_DIR);
-  char *text = NULL;
+  cJSON *suite = NULL;
   lm_profile *prof = NULL;
-  if (lm_file_read(path, &text, NULL, &err) != LM_OK || load_profile(op.profile, &prof, &err) != LM_OK) {
+  if (lm_json_load(path, &suite, &err) != LM_OK ||
+      load_profile(op.profile, &prof, &err) != LM_OK) {
     fprintf(stderr, "bench_anchors: %s\n", err.msg);
-    free(text);
+    cJSON_Delete(suite);
     return err.status;
-  }
-  cJSON *suite = cJSON_Parse(text);
-  free(text);
-  if (!suite) {
-    fprintf(stderr, "bench_anchors: %s: not valid JSON\n", path);
-    lm_profile_free(prof);
-    return 2;
   }
   lm_fingerprint fp;
   if (lm_fingerprint_host(&fp, &err) != LM_OK)

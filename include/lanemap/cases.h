@@ -7,7 +7,9 @@
  * kernels move together), a shape [R, C] -- R instances, C the second dim
  * of the kernel's first 2-D buffer -- and optional "extra" symbols
  * ("H=33").  A malformed list names the offending field, e.g.
- * `cases.json: cases[3].shape: expected [R, C], two positive integers`.
+ * `cases.json: $.cases[3].shape: expected [R, C], two positive integers,
+ * got ...`; a field the format does not define is an error (notes go in
+ * "about").
  *
  * Ownership: a list owns its cases; the strings a case points to live as
  * long as the list. */

@@ -67,6 +67,8 @@ void lm_arena_free(lm_take lm_arena *a);
 void *lm_arena_alloc(lm_keep lm_arena *a, size_t n); /* zeroed, 16-aligned */
 char *lm_arena_strndup(lm_keep lm_arena *a, const char *s, size_t n);
 char *lm_arena_strdup(lm_keep lm_arena *a, const char *s);
+/* A malloc'ed copy of s; NULL if s is NULL or memory runs out. */
+lm_give char *lm_strdup(const char *s);
 
 /* Files are written atomically: data goes to a temp file beside path, is
  * fsynced, then renamed over path. On failure path is untouched.  A

@@ -16,6 +16,7 @@
 #define LANEMAP_LANEMAP_H
 
 #include "lanemap/core.h"
+#include "lanemap/json.h"
 
 #include "lanemap/ir.h"
 #include "lanemap/variant.h"

@@ -11,7 +11,8 @@
  * returned by getters are borrowed and stay valid until the profile is
  * freed or the same field is set again.  On disk a profile is one JSON
  * file, schema "lanemap.profile/1" (docs/profile.md); a file of the same
- * major version loads (fields it does not know are ignored), another major
+ * major version loads (a later minor version's added fields are skipped; in
+ * a file of this version an unknown field is an error), another major
  * version is an error naming both versions. */
 #ifndef LANEMAP_PROFILE_H
 #define LANEMAP_PROFILE_H
@@ -206,7 +207,7 @@ lm_status lm_profile_save(lm_keep const lm_profile *p, const char *path,
                           lm_error *err);
 /* Read and check a profile file.  Any malformed field is LM_EINPUT with
  * "PATH: FIELD: expected ..., got ...", FIELD a JSON path such as
- * terms[3].coef.  A profile from another machine loads, and info->warning
+ * $.terms[3].coef (docs/json.md).  A profile from another machine loads, and info->warning
  * names the fingerprint fields that differ.  info may be NULL. */
 lm_status lm_profile_load(const char *path, lm_give lm_profile **out,
                           lm_profile_load_info *info, lm_error *err);

@@ -108,7 +108,7 @@ lm_status lm_workload_from_json_text(const char *name, const char *dir,
                                      const char *text, size_t n,
                                      lm_give lm_workload **out, lm_error *err);
 /* Load the kernels and check every bucket binds to its kernel
- * ("FILE: kernels[1].buckets[3]: ...").  Idempotent. */
+ * ("FILE: $.kernels[1].buckets[3]: ...").  Idempotent. */
 lm_status lm_workload_bind(lm_keep lm_workload *w, lm_error *err);
 /* Read, parse and bind a workload file. */
 lm_status lm_workload_load(const char *path, lm_give lm_workload **out,
