@@ -105,7 +105,7 @@ static lm_status load_kernel(const lm_plan *plan, int i, int check_hash, lm_kern
                         pk->path, (*out)->name, pk->name);
   if (check_hash) {
     char h[17];
-    if ((s = lm_plan_file_hash(pk->path, h, err)) != LM_OK)
+    if ((s = lm_file_hash(pk->path, h, err)) != LM_OK)
       return s;
     if (strcmp(h, pk->hash) != 0)
       return lm_error_set(err, LM_EINPUT,
