@@ -7,11 +7,10 @@
 #   layers/M/pub/lanemap/X.h  -> include/lanemap/X.h  for M's public headers
 #   layers/M/priv/M/Y.h       -> M/Y.h                for M's internal headers
 #
-# The object library lanemap_M has layers/M/pub as a PUBLIC include folder
-# and links the module below it, so its sources see the public headers of
-# M and of every lower layer; layers/M/priv is PRIVATE, so no other module
-# sees M's internal headers.  Neither the source root nor include/ is on a
-# module's include path.  Each public header is also compiled alone in
+# The object library lanemap_M has both as PUBLIC include folders and links
+# the module below it, so its sources see the headers of M and of every
+# lower layer, and no higher layer's.  Neither the source root nor include/
+# is on a module's include path.  Each public header is also compiled alone in
 # lanemap_M_headers, against exactly M's folders, so a header that
 # includes one from a higher layer fails even when no source of M
 # includes it.  What include paths cannot stop -- a relative include such
@@ -74,8 +73,8 @@ foreach(_line IN LISTS _lines)
   endif()
   if(_src)
     target_include_directories(lanemap_${_m}
-      PUBLIC ${_stage}/${_m}/pub
-      PRIVATE ${_stage}/${_m}/priv ${CMAKE_BINARY_DIR}/generated)
+      PUBLIC ${_stage}/${_m}/pub ${_stage}/${_m}/priv
+      PRIVATE ${CMAKE_BINARY_DIR}/generated)
     target_link_libraries(lanemap_${_m} PUBLIC ${_below} lanemap_deps)
     target_compile_definitions(lanemap_${_m} PRIVATE
       LANEMAP_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
