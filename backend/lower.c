@@ -37,17 +37,9 @@
 #include <llvm-c/Core.h>
 
 #include "backend/lower.h"
+#include "backend/schedule.h"
 
-/* Accumulators per reduction in the unmasked main loop.  Four hide the
- * 4-cycle FP add latency when one packet walks one long row (L = W, and
- * L = 1 transposed blocks, which also form a serial chain per block); two
- * suffice for partial packets; gather-bound program mapping needs one. */
-#define ACC_CONTIG 4
-#define ACC_SEGMENT 2
-#define ACC_GATHER 1
-#define MAX_LANES 64
-
-typedef enum Mode { MODE_CONTIG, MODE_SEG, MODE_GATHER, MODE_BLOCK } Mode;
+#define MAX_LANES LM_SCHED_MAX_LANES
 
 typedef struct SpanKey {
   int param, row;
@@ -57,14 +49,15 @@ typedef struct SpanKey {
 typedef struct Lo {
   const lm_kernel *k;
   const lm_variant *v;
+  const lm_schedule *s; /* every decision: parts, modes, groups, accumulators */
   lm_counts *cnt;
+  lm_part_counts *tally; /* sites of the part being emitted */
   LLVMContextRef C;
   LLVMModuleRef M;
   LLVMBuilderRef B;
   LLVMValueRef fn;
   int W, L, G, U;
   int snapshot; /* phase == snapshot */
-  int uniform_rows; /* G == 1 and no row lengths: every packet is one full row */
   LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, voidt;
   unsigned md_priv, md_glob, md_blend;
   /* per entry */
@@ -74,11 +67,10 @@ typedef struct Lo {
   /* per packet */
   LLVMValueRef p, rvec, valid, lenv, svec, gvec, trows;
   LLVMValueRef *uval;
-  LLVMValueRef (*acc)[ACC_CONTIG];
+  LLVMValueRef (*acc)[LM_SCHED_ACC_CONTIG];
   int loop;
-  unsigned char *need;
   /* per step */
-  Mode mode;
+  lm_sched_mode mode;
   LLVMValueRef *memo;
   LLVMValueRef t;    /* i32 step index */
   LLVMValueRef mask; /* <W x i1>, NULL when every lane is active */
@@ -219,11 +211,16 @@ static LLVMValueRef span_load(Lo *o, int param, int row, LLVMValueRef ptr,
       LLVMValueRef em = step == 1 ? mask : shuf(o, mask, NULL, m, n);
       run = masked_load(o, rt, ptr, al, em);
       o->cnt->emit_glob_masked_loads++;
+      o->tally->maskload += M == o->W ? step : 1;
     } else {
       run = LLVMBuildLoad2(o->B, rt, ptr, "");
       LLVMSetAlignment(run, al);
       tag(o, run, o->md_glob);
       o->cnt->emit_glob_vector_loads++;
+      if (M == o->W)
+        o->tally->vload += step;
+      else
+        o->tally->segload++;
     }
     if (o->nspan < 64)
       o->span[o->nspan++] = (SpanKey){param, row, run};
@@ -264,6 +261,10 @@ static void span_store(Lo *o, LLVMValueRef ptr, lm_dtype dt, int M, int nv,
     LLVMSetAlignment(st, al);
     tag(o, st, o->md_glob);
     o->cnt->emit_glob_vector_stores++;
+    if (M == o->W)
+      o->tally->vstore += step;
+    else
+      o->tally->segstore++;
     return;
   }
   LLVMValueRef e[4 * MAX_LANES];
@@ -278,6 +279,7 @@ static void span_store(Lo *o, LLVMValueRef ptr, lm_dtype dt, int M, int nv,
                       "");
   masked_store(o, acc, ptr, al, cm);
   o->cnt->emit_glob_masked_stores++;
+  o->tally->maskstore += M == o->W ? step : 1;
 }
 
 /* ---- address helpers ------------------------------------------------- */
@@ -334,7 +336,7 @@ static LLVMValueRef concat(Lo *o, LLVMValueRef *parts, int n, int M) {
 
 /* The step's slot: the step index, plus the column within a block. */
 static LLVMValueRef step_index(Lo *o) {
-  return o->mode == MODE_BLOCK ? LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), "")
+  return o->mode == LM_SCHED_BLOCK ? LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), "")
                                : o->t;
 }
 
@@ -356,15 +358,6 @@ static LLVMValueRef slot_ptr(Lo *o, int node, LLVMValueRef t) {
   return gep(o, o->i8, o->scratch, off);
 }
 
-static int slot_legal(lm_dtype t, const char **why) {
-  size_t sz = t == LM_BOOL ? 1 : lm_dtype_size(t);
-  if (sz != 4 && sz != 8) {
-    *why = "private element is not a 4- or 8-byte scalar";
-    return 0;
-  }
-  return 1;
-}
-
 static LLVMValueRef lane_ptrs(Lo *o, LLVMValueRef base, LLVMTypeRef et) {
   int iota[MAX_LANES];
   for (int i = 0; i < o->W; i++)
@@ -381,12 +374,11 @@ static void priv_write(Lo *o, int node, LLVMValueRef val) {
   lm_dtype dt = o->k->nodes[node].dtype;
   LLVMValueRef ptr = slot_ptr(o, node, step_index(o));
   const char *why = NULL;
-  lm_priv how = o->v->priv;
-  if (!slot_legal(dt, &why)) {
-    if (how != LM_PRIV_GATHER) /* gather is the general path already */
+  lm_priv how = lm_sched_priv(o->s, dt, &why);
+  if (why) {
+    if (o->v->priv != LM_PRIV_GATHER) /* gather is the general path already */
       fallback(o, why);
     val = LLVMBuildZExt(o->B, val, LLVMVectorType(o->i8, (unsigned)o->W), "");
-    how = LM_PRIV_GATHER;
   }
   LLVMTypeRef vt = LLVMTypeOf(val);
   unsigned al = (unsigned)(o->W * (int)lm_dtype_size(dt));
@@ -396,6 +388,7 @@ static void priv_write(Lo *o, int node, LLVMValueRef val) {
     tag(o, scatter(o, val, ptrs, esz, o->mask ? o->mask : all_ones(o, o->W)),
         o->md_priv);
     o->cnt->emit_priv_scatters++;
+    o->tally->scatter += o->W;
     return;
   }
   if (!o->mask) { /* every lane active: the blend is the identity */
@@ -403,11 +396,13 @@ static void priv_write(Lo *o, int node, LLVMValueRef val) {
     LLVMSetAlignment(st, al);
     tag(o, st, o->md_priv);
     o->cnt->emit_slot_writes++;
+    o->tally->vstore++;
     return;
   }
   if (how == LM_PRIV_MASKED) {
     tag(o, masked_store(o, val, ptr, al, o->mask), o->md_priv);
     o->cnt->emit_priv_masked_stores++;
+    o->tally->maskstore++;
     return;
   }
   LLVMValueRef old = LLVMBuildLoad2(o->B, vt, ptr, "");
@@ -420,19 +415,18 @@ static void priv_write(Lo *o, int node, LLVMValueRef val) {
   tag(o, st, o->md_priv);
   o->cnt->emit_slot_writes++;
   o->cnt->emit_priv_blends++;
+  o->tally->vstore++;
+  o->tally->blend++;
 }
 
 static LLVMValueRef priv_read(Lo *o, int node) {
   lm_dtype dt = o->k->nodes[node].dtype;
   LLVMValueRef ptr = slot_ptr(o, node, step_index(o));
   const char *why = NULL;
-  lm_priv how = o->v->priv;
-  int narrow = !slot_legal(dt, &why);
-  if (narrow) {
-    if (how != LM_PRIV_GATHER)
-      fallback(o, why);
-    how = LM_PRIV_GATHER;
-  }
+  lm_priv how = lm_sched_priv(o->s, dt, &why);
+  int narrow = why != NULL;
+  if (narrow && o->v->priv != LM_PRIV_GATHER)
+    fallback(o, why);
   LLVMTypeRef vt = narrow ? LLVMVectorType(o->i8, (unsigned)o->W)
                           : vec_t(o, dt, o->W);
   unsigned al = (unsigned)(o->W * (int)lm_dtype_size(dt));
@@ -443,15 +437,18 @@ static LLVMValueRef priv_read(Lo *o, int node) {
                o->mask ? o->mask : all_ones(o, o->W));
     tag(o, v, o->md_priv);
     o->cnt->emit_priv_gathers++;
+    o->tally->gather += o->W;
   } else if (o->mask && how == LM_PRIV_MASKED) {
     v = masked_load(o, vt, ptr, al, o->mask);
     tag(o, v, o->md_priv);
     o->cnt->emit_priv_masked_loads++;
+    o->tally->maskload++;
   } else {
     v = LLVMBuildLoad2(o->B, vt, ptr, "");
     LLVMSetAlignment(v, al);
     tag(o, v, o->md_priv);
     o->cnt->emit_slot_reads++;
+    o->tally->vload++;
     if (o->mask) /* the report's rule: inactive lanes read as zero */
       v = LLVMBuildSelect(o->B, o->mask, v, LLVMConstNull(vt), "");
   }
@@ -484,6 +481,7 @@ static LLVMValueRef vmath_call(Lo *o, lm_op op, lm_dtype dt, int m,
     LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", bits);
   }
   o->cnt->emit_math_calls++;
+  o->tally->math_calls++;
   return LLVMBuildCall2(o->B, ft, f, &a, 1, "");
 }
 
@@ -492,12 +490,7 @@ static LLVMValueRef vmath_call(Lo *o, lm_op op, lm_dtype dt, int m,
  * code), padded up to 16 bytes: wider values are split into such calls,
  * narrower ones padded, e.g. f64 tiles in an f32 kernel. */
 static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
-  int esz = (int)lm_dtype_size(dt);
-  int cap = lm_isa_lanes(o->v->isa, dt, 1), m = o->W;
-  if (m > cap)
-    m = cap;
-  if (m * esz < 16)
-    m = 16 / esz;
+  int m = lm_sched_math_lanes(o->s, dt);
   if (m == o->W)
     return vmath_call(o, op, dt, m, a);
   if (m > o->W) { /* pad, call, keep the first W lanes */
@@ -553,8 +546,10 @@ static LLVMValueRef powi(Lo *o, LLVMValueRef x, int n, lm_dtype dt) {
   if (!r)
     r = is_float(dt) ? fconst(o, dt, 1.0)
                      : splat(o, ci32(o, 1), o->W);
-  if (n < 0)
+  if (n < 0) {
     r = LLVMBuildFDiv(o->B, fconst(o, dt, 1.0), r, "");
+    o->tally->div_lanes += o->W;
+  }
   return r;
 }
 
@@ -577,13 +572,17 @@ static LLVMValueRef elementwise(Lo *o, const lm_node *n, LLVMValueRef a,
   case LM_OP_ERF:
   case LM_OP_SIN:
   case LM_OP_COS: return vmath(o, n->op, n->dtype, a);
-  case LM_OP_SQRT: return intr1(o, "llvm.sqrt", a);
+  case LM_OP_SQRT:
+    o->tally->div_lanes += o->W;
+    return intr1(o, "llvm.sqrt", a);
   case LM_OP_RSQRT:
+    o->tally->div_lanes += 2 * o->W;
     return LLVMBuildFDiv(B, fconst(o, n->dtype, 1.0), intr1(o, "llvm.sqrt", a),
                          "");
   case LM_OP_SIGMOID: {
     LLVMValueRef e = vmath(o, LM_OP_EXP, n->dtype, LLVMBuildFNeg(B, a, ""));
     LLVMValueRef one = fconst(o, n->dtype, 1.0);
+    o->tally->div_lanes += o->W;
     return LLVMBuildFDiv(B, one, LLVMBuildFAdd(B, one, e, ""), "");
   }
   case LM_OP_POWI: return powi(o, a, n->ipow, n->dtype);
@@ -591,7 +590,9 @@ static LLVMValueRef elementwise(Lo *o, const lm_node *n, LLVMValueRef a,
   case LM_OP_ADD: return fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
   case LM_OP_SUB: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
   case LM_OP_MUL: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
-  case LM_OP_DIV: return fl ? LLVMBuildFDiv(B, a, b, "") : LLVMBuildSDiv(B, a, b, "");
+  case LM_OP_DIV:
+    o->tally->div_lanes += o->W;
+    return fl ? LLVMBuildFDiv(B, a, b, "") : LLVMBuildSDiv(B, a, b, "");
   case LM_OP_MIN: return intr2(o, fl ? "llvm.minimum" : "llvm.smin", a, b);
   case LM_OP_MAX: return intr2(o, fl ? "llvm.maximum" : "llvm.smax", a, b);
   case LM_OP_EQ: return fl ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
@@ -638,11 +639,13 @@ static LLVMValueRef uniform_leaf(Lo *o, const lm_node *n) {
   case LM_OP_LOAD_INST: {
     lm_dtype dt = o->k->params[n->param].dtype;
     LLVMValueRef base = gep(o, scal_t(o, dt), o->pbuf[n->param], o->p);
-    if (o->L == 1) {
+    if (lm_sched_inst_contiguous(o->s)) {
       o->cnt->emit_glob_masked_loads++;
+      o->tally->maskload++;
       return masked_load(o, vec_t(o, dt, o->W), base, (unsigned)lm_dtype_size(dt), o->valid);
     }
     o->cnt->emit_glob_gathers++;
+    o->tally->gather += o->W;
     return gather(o, vec_t(o, dt, o->W), gep(o, scal_t(o, dt), base, o->gvec),
                   (unsigned)lm_dtype_size(dt), o->valid);
   }
@@ -685,13 +688,13 @@ static LLVMValueRef emit_tile(Lo *o, int id);
 static LLVMValueRef load_row(Lo *o, const lm_node *n) {
   lm_dtype dt = o->k->params[n->param].dtype;
   switch (o->mode) {
-  case MODE_CONTIG: {
+  case LM_SCHED_CONTIG: {
     LLVMValueRef blk = LLVMBuildSExt(
         o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step * o->W), ""), o->i64, "");
     return span_load(o, n->param, 0, row_ptr(o, n->param, o->p, blk), dt, o->W,
                      n->start, n->step, o->mask);
   }
-  case MODE_SEG: {
+  case LM_SCHED_SEG: {
     LLVMValueRef parts[MAX_LANES];
     LLVMValueRef blk = LLVMBuildSExt(
         o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step * o->L), ""), o->i64, "");
@@ -702,10 +705,11 @@ static LLVMValueRef load_row(Lo *o, const lm_node *n) {
     }
     return concat(o, parts, o->G, o->L);
   }
-  case MODE_BLOCK: return o->pre[n - o->k->nodes][o->blk];
-  case MODE_GATHER:
+  case LM_SCHED_BLOCK: return o->pre[n - o->k->nodes][o->blk];
+  case LM_SCHED_GATHER:
   default:
     o->cnt->emit_glob_gathers++;
+    o->tally->gather += o->W;
     return gather(o, vec_t(o, dt, o->W), view_ptrs(o, n->param, 1, n->start, n->step),
                   (unsigned)lm_dtype_size(dt), o->mask ? o->mask : all_ones(o, o->W));
   }
@@ -715,7 +719,7 @@ static LLVMValueRef load_col(Lo *o, const lm_node *n) {
   lm_dtype dt = o->k->params[n->param].dtype;
   LLVMTypeRef et = scal_t(o, dt);
   if (o->L == 1) { /* one column per step, shared by every lane */
-    LLVMValueRef t = o->mode == MODE_BLOCK
+    LLVMValueRef t = o->mode == LM_SCHED_BLOCK
                          ? LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), "")
                          : o->t;
     LLVMValueRef idx = LLVMBuildAdd(o->B, LLVMBuildMul(o->B, t, ci32(o, n->step), ""),
@@ -724,11 +728,11 @@ static LLVMValueRef load_col(Lo *o, const lm_node *n) {
     tag(o, ld, o->md_glob);
     return splat(o, ld, o->W);
   }
-  if (o->mode == MODE_CONTIG || o->mode == MODE_SEG) {
-    int M = o->mode == MODE_CONTIG ? o->W : o->L;
+  if (o->mode == LM_SCHED_CONTIG || o->mode == LM_SCHED_SEG) {
+    int M = o->mode == LM_SCHED_CONTIG ? o->W : o->L;
     LLVMValueRef blk = LLVMBuildNSWMul(o->B, o->t, ci32(o, n->step * M), "");
     LLVMValueRef v = span_load(o, n->param, -1, gep(o, et, o->pbuf[n->param], blk), dt,
-                               M, n->start, n->step, o->mode == MODE_CONTIG ? o->mask : NULL);
+                               M, n->start, n->step, o->mode == LM_SCHED_CONTIG ? o->mask : NULL);
     if (M == o->W)
       return v;
     int m[MAX_LANES];
@@ -737,6 +741,7 @@ static LLVMValueRef load_col(Lo *o, const lm_node *n) {
     return shuf(o, v, NULL, m, o->W);
   }
   o->cnt->emit_glob_gathers++;
+  o->tally->gather += o->W;
   return gather(o, vec_t(o, dt, o->W), view_ptrs(o, n->param, 0, n->start, n->step),
                 (unsigned)lm_dtype_size(dt), o->mask ? o->mask : all_ones(o, o->W));
 }
@@ -755,7 +760,7 @@ static LLVMValueRef emit_tile(Lo *o, int id) {
     case LM_OP_LOAD_ROW: v = load_row(o, n); break;
     case LM_OP_LOAD_COL: v = load_col(o, n); break;
     case LM_OP_COLIDX:
-      v = o->mode == MODE_BLOCK
+      v = o->mode == LM_SCHED_BLOCK
               ? splat(o, LLVMBuildAdd(o->B, o->t, ci32(o, o->blk), ""), o->W)
               : lane_cols(o);
       break;
@@ -770,19 +775,6 @@ static LLVMValueRef emit_tile(Lo *o, int id) {
   return o->memo[id] = v;
 }
 
-/* Which tiles loop `loop` computes from sources (for block preloading). */
-static void mark_need(Lo *o, int id) {
-  const lm_node *n = &o->k->nodes[id];
-  if (!n->tile || o->need[id])
-    return;
-  o->need[id] = 1;
-  if (o->snapshot && n->snap && n->level < o->loop)
-    return;
-  if (n->a >= 0) mark_need(o, n->a);
-  if (n->b >= 0) mark_need(o, n->b);
-  if (n->c >= 0) mark_need(o, n->c);
-}
-
 /* ---- reductions ------------------------------------------------------- */
 
 static LLVMValueRef red_identity(Lo *o, const lm_node *n) {
@@ -794,11 +786,6 @@ static LLVMValueRef red_op(Lo *o, lm_op op, LLVMValueRef a, LLVMValueRef b) {
     return LLVMBuildFAdd(o->B, a, b, "");
   return intr2(o, op == LM_OP_RMAX ? "llvm.maximum" : "llvm.minimum", a, b);
 }
-static int loop_reduction(Lo *o, int id) {
-  const lm_node *n = &o->k->nodes[id];
-  return is_reduction(n->op) && n->nuses > 0 && o->k->nodes[n->a].level == o->loop;
-}
-
 static void accumulate(Lo *o, int id, int u) {
   const lm_node *n = &o->k->nodes[id];
   LLVMValueRef x = emit_tile(o, n->a);
@@ -821,6 +808,7 @@ static void finalize_reduction(Lo *o, int id) {
       m[i] = i ^ s;
     v = red_op(o, n->op, v, shuf(o, v, NULL, m, o->W));
     o->cnt->emit_hreduce_steps++;
+    o->tally->hreduce++;
   }
   o->uval[id] = v;
 }
@@ -829,33 +817,20 @@ static void finalize_reduction(Lo *o, int id) {
 
 static void begin_step(Lo *o) {
   memset(o->memo, 0, sizeof(LLVMValueRef) * (size_t)o->k->nnodes);
-  if (o->mode != MODE_BLOCK)
+  if (o->mode != LM_SCHED_BLOCK)
     o->nspan = 0;
 }
 
-/* Row stores of this loop grouped by (param, step): a group whose views
- * cover a run is written with one store. */
-static void store_groups(Lo *o, void (*emit)(Lo *, int *, int)) {
-  const lm_kernel *k = o->k;
-  int done[256] = {0};
-  for (int i = 0; i < k->nstores && i < 256; i++) {
-    const lm_store *s = &k->stores[i];
-    if (done[i] || s->kind != LM_STORE_ROW || s->level != o->loop)
-      continue;
-    int grp[64], ng = 0;
-    for (int j = i; j < k->nstores && j < 256 && ng < 64; j++) {
-      const lm_store *t = &k->stores[j];
-      if (!done[j] && t->kind == LM_STORE_ROW && t->level == o->loop &&
-          t->param == s->param && t->step == s->step) {
-        grp[ng++] = j;
-        done[j] = 1;
-      }
-    }
-    emit(o, grp, ng);
+/* The store groups of this loop (the schedule's), one emit call each. */
+static void store_groups(Lo *o, void (*emit)(Lo *, const int *, int)) {
+  const lm_sched_loop *lp = &o->s->loop[o->loop];
+  for (int g = 0; g < lp->ngrp; g++) {
+    const lm_sched_group *grp = &o->s->groups[lp->grp0 + g];
+    emit(o, &o->s->members[grp->first], grp->n);
   }
 }
 
-static void store_now(Lo *o, int *grp, int ng) {
+static void store_now(Lo *o, const int *grp, int ng) {
   const lm_kernel *k = o->k;
   const lm_store *s0 = &k->stores[grp[0]];
   lm_dtype dt = k->params[s0->param].dtype;
@@ -865,19 +840,19 @@ static void store_now(Lo *o, int *grp, int ng) {
     vals[i] = emit_tile(o, k->stores[grp[i]].value);
     starts[i] = k->stores[grp[i]].start;
   }
-  if (o->mode == MODE_BLOCK) {
+  if (o->mode == LM_SCHED_BLOCK) {
     for (int i = 0; i < ng; i++)
       o->pend[grp[i]][o->blk] = vals[i];
     return;
   }
-  if (o->mode == MODE_CONTIG) {
+  if (o->mode == LM_SCHED_CONTIG) {
     LLVMValueRef blk = LLVMBuildSExt(
         o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, s0->step * o->W), ""), o->i64, "");
     span_store(o, row_ptr(o, s0->param, o->p, blk), dt, o->W, ng, vals, starts,
                s0->step, o->mask);
     return;
   }
-  if (o->mode == MODE_SEG) {
+  if (o->mode == LM_SCHED_SEG) {
     LLVMValueRef blk = LLVMBuildSExt(
         o->B, LLVMBuildNSWMul(o->B, o->t, ci32(o, s0->step * o->L), ""), o->i64, "");
     for (int g = 0; g < o->G; g++) {
@@ -895,6 +870,7 @@ static void store_now(Lo *o, int *grp, int ng) {
   }
   for (int i = 0; i < ng; i++) {
     o->cnt->emit_glob_scatters++;
+    o->tally->scatter += o->W;
     scatter(o, vals[i], view_ptrs(o, s0->param, 1, starts[i], s0->step),
             (unsigned)lm_dtype_size(dt), o->mask ? o->mask : all_ones(o, o->W));
   }
@@ -902,15 +878,14 @@ static void store_now(Lo *o, int *grp, int ng) {
 
 /* Emit the work of one step: reductions, snapshots, stores. */
 static void emit_step(Lo *o, int u) {
-  const lm_kernel *k = o->k;
+  const lm_schedule *s = o->s;
+  const lm_sched_loop *lp = &s->loop[o->loop];
   begin_step(o);
-  for (int i = 0; i < k->nnodes; i++)
-    if (loop_reduction(o, i))
-      accumulate(o, i, u);
-  if (o->snapshot)
-    for (int i = 0; i < k->nnodes; i++)
-      if (k->nodes[i].snap && k->nodes[i].level == o->loop)
-        emit_tile(o, i);
+  o->tally->steps++;
+  for (int i = 0; i < lp->nred; i++)
+    accumulate(o, s->reds[lp->red0 + i], u);
+  for (int i = 0; i < lp->nsnap; i++)
+    emit_tile(o, s->snaps[lp->snap0 + i]);
   store_groups(o, store_now);
 }
 
@@ -942,7 +917,7 @@ static void block_preload(Lo *o) {
   o->nspan = 0;
   for (int id = 0; id < k->nnodes; id++) {
     const lm_node *n = &k->nodes[id];
-    if (!o->need[id] || n->op != LM_OP_LOAD_ROW ||
+    if (!o->s->loop[o->loop].need[id] || n->op != LM_OP_LOAD_ROW ||
         (o->snapshot && n->snap && n->level < o->loop))
       continue;
     lm_dtype dt = k->params[n->param].dtype;
@@ -957,7 +932,7 @@ static void block_preload(Lo *o) {
   }
 }
 
-static void block_flush_group(Lo *o, int *grp, int ng) {
+static void block_flush_group(Lo *o, const int *grp, int ng) {
   const lm_kernel *k = o->k;
   const lm_store *s0 = &k->stores[grp[0]];
   lm_dtype dt = k->params[s0->param].dtype;
@@ -984,45 +959,46 @@ static LLVMValueRef active_mask(Lo *o) {
   return LLVMBuildICmp(o->B, LLVMIntSLT, lane_cols(o), o->lenv, "");
 }
 
-/* One column loop: the unmasked main part, then the masked tail. */
-static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
-  const lm_kernel *k = o->k;
-  for (int i = 0; i < k->nnodes; i++)
-    if (loop_reduction(o, i))
-      for (int u = 0; u < o->U; u++) {
-        LLVMTypeRef vt = vec_t(o, k->nodes[i].dtype, o->W);
-        LLVMBuilderRef eb = LLVMCreateBuilderInContext(o->C);
-        LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(o->fn);
-        LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
-        o->acc[i][u] = LLVMBuildAlloca(eb, vt, "acc");
-        LLVMDisposeBuilder(eb);
-        LLVMBuildStore(o->B, red_identity(o, &k->nodes[i]), o->acc[i][u]);
-      }
+/* Allocas in the entry block (so SROA/mem2reg turn them into SSA). */
+static LLVMValueRef entry_alloca(Lo *o, LLVMTypeRef t, const char *name) {
   LLVMBuilderRef eb = LLVMCreateBuilderInContext(o->C);
   LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(o->fn);
   LLVMPositionBuilder(eb, entry, LLVMGetFirstInstruction(entry));
-  LLVMValueRef ta = LLVMBuildAlloca(eb, o->i32, "t");
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
   LLVMDisposeBuilder(eb);
-  LLVMBuildStore(o->B, ci32(o, 0), ta);
+  return a;
+}
 
-  int blockmode = o->L == 1 && o->v->glob == LM_GLOB_TRANSPOSE;
-  int per = blockmode ? o->W : o->U;
-  Mode main_mode = o->L == o->W ? MODE_CONTIG
-                   : blockmode ? MODE_BLOCK
-                   : o->v->glob == LM_GLOB_TRANSPOSE ? MODE_SEG
-                                                     : MODE_GATHER;
-  Mode tail_mode = o->L == o->W ? MODE_CONTIG : MODE_GATHER;
-  if (blockmode) {
-    memset(o->need, 0, (size_t)k->nnodes);
-    for (int i = 0; i < k->nnodes; i++)
-      if (loop_reduction(o, i))
-        mark_need(o, k->nodes[i].a);
-      else if (o->snapshot && k->nodes[i].snap && k->nodes[i].level == o->loop)
-        mark_need(o, i);
-    for (int i = 0; i < k->nstores; i++)
-      if (k->stores[i].kind == LM_STORE_ROW && k->stores[i].level == o->loop)
-        mark_need(o, k->stores[i].value);
+/* Positions the builder for part `id` of the loop: its mode, its mask
+ * (NULL when every lane is active) and the tally its sites go to. */
+static void enter_part(Lo *o, lm_sched_partid id, LLVMValueRef t) {
+  const lm_sched_part *pt = &o->s->part[id];
+  o->mode = pt->mode;
+  o->tally = &o->cnt->part[id];
+  o->t = t;
+  o->blk = -1;
+  o->mask = NULL;
+  if (pt->masked)
+    o->mask = active_mask(o);
+}
+
+/* One column loop, as the schedule lays it out: the unmasked main part,
+ * the rest steps, the masked tail. */
+static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
+  const lm_kernel *k = o->k;
+  const lm_schedule *s = o->s;
+  const lm_sched_loop *lp = &s->loop[o->loop];
+  const lm_sched_part *main = &s->part[LM_PART_MAIN], *rest = &s->part[LM_PART_REST],
+                      *tail = &s->part[LM_PART_TAIL];
+  for (int r = 0; r < lp->nred; r++) {
+    int i = s->reds[lp->red0 + r];
+    for (int u = 0; u < o->U; u++) {
+      o->acc[i][u] = entry_alloca(o, vec_t(o, k->nodes[i].dtype, o->W), "acc");
+      LLVMBuildStore(o->B, red_identity(o, &k->nodes[i]), o->acc[i][u]);
+    }
   }
+  LLVMValueRef ta = entry_alloca(o, o->i32, "t");
+  LLVMBuildStore(o->B, ci32(o, 0), ta);
 
   LLVMBasicBlockRef mc = block(o, "main.cond"), mb = block(o, "main.body"),
                     rc = block(o, "rest.cond"), rb = block(o, "rest.body"),
@@ -1033,85 +1009,71 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
   LLVMValueRef t = LLVMBuildLoad2(o->B, o->i32, ta, "");
   LLVMBuildCondBr(o->B,
                   LLVMBuildICmp(o->B, LLVMIntSLE,
-                                LLVMBuildNSWAdd(o->B, t, ci32(o, per), ""), tfull, ""),
+                                LLVMBuildNSWAdd(o->B, t, ci32(o, main->steps), ""), tfull, ""),
                   mb, rc);
   LLVMPositionBuilderAtEnd(o->B, mb);
-  o->mode = main_mode;
-  o->mask = NULL;
-  o->t = t;
-  if (blockmode) {
+  enter_part(o, LM_PART_MAIN, t);
+  if (main->mode == LM_SCHED_BLOCK) {
     block_preload(o);
-    for (int b = 0; b < o->W; b++) {
+    for (int b = 0; b < main->steps; b++) {
       o->blk = b;
       emit_step(o, b % o->U);
     }
     store_groups(o, block_flush_group);
   } else {
-    for (int u = 0; u < o->U; u++) {
+    for (int u = 0; u < main->steps; u++) {
       o->t = LLVMBuildNSWAdd(o->B, t, ci32(o, u), "");
       emit_step(o, u);
     }
   }
-  LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, per), ""), ta);
+  LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, main->steps), ""), ta);
   LLVMBuildBr(o->B, mc);
 
-  /* full steps left over by the unrolled main part: one at a time, still
-   * unmasked (transposed blocks fall back to gathers here).  Fewer than U
-   * are left when the main part steps by U: then they are U - 1 guarded
-   * straight-line steps, not a loop of unknown trip count (which LLVM
-   * would unroll again behind a prologue). */
-  int nrest = blockmode ? 1 : per - 1;
-  for (int r = 0; r < nrest; r++) {
+  /* the rest: full steps one at a time, still unmasked; guarded
+   * straight-line copies, or one loop */
+  for (int r = 0; r < rest->copies; r++) {
     LLVMPositionBuilderAtEnd(o->B, rc);
     t = LLVMBuildLoad2(o->B, o->i32, ta, "");
+    if (r > 0)
+      rb = block(o, "rest.body");
     LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tfull, ""), rb, tc);
     LLVMPositionBuilderAtEnd(o->B, rb);
-    o->mode = blockmode ? MODE_GATHER : main_mode;
-    o->t = t;
-    o->blk = -1;
-    o->mask = NULL;
+    enter_part(o, LM_PART_REST, t);
     emit_step(o, 0);
     LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, 1), ""), ta);
-    if (blockmode) {
+    if (rest->loops) {
       LLVMBuildBr(o->B, rc);
     } else {
-      int more = r + 1 < nrest;
-      LLVMBasicBlockRef next = more ? block(o, "rest.cond") : tc;
+      LLVMBasicBlockRef next = r + 1 < rest->copies ? block(o, "rest.cond") : tc;
       LLVMBuildBr(o->B, next);
       rc = next;
-      if (more)
-        rb = block(o, "rest.body");
     }
   }
-  if (nrest == 0) { /* the main part steps by one: nothing is left over */
+  if (rest->copies == 0) { /* the main part steps by one: nothing is left over */
     LLVMPositionBuilderAtEnd(o->B, rc);
     LLVMBuildBr(o->B, tc);
     LLVMDeleteBasicBlock(rb);
   }
 
-  /* the masked tail: a loop, or one straight-line step when the packet's
-   * rows all have the same length (tmax - tfull <= 1) */
+  /* the masked tail: a loop, or one straight-line step */
   LLVMPositionBuilderAtEnd(o->B, tc);
   t = LLVMBuildLoad2(o->B, o->i32, ta, "");
   LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tmax, ""), tb, done);
   LLVMPositionBuilderAtEnd(o->B, tb);
-  o->mode = tail_mode;
-  o->t = t;
-  o->blk = -1;
-  o->mask = active_mask(o);
+  enter_part(o, LM_PART_TAIL, t);
   emit_step(o, 0);
   o->mask = NULL;
-  if (o->uniform_rows) {
-    LLVMBuildBr(o->B, done);
-  } else {
+  if (tail->loops) {
     LLVMBuildStore(o->B, LLVMBuildNSWAdd(o->B, t, ci32(o, 1), ""), ta);
     LLVMBuildBr(o->B, tc);
+  } else {
+    LLVMBuildBr(o->B, done);
   }
 
   LLVMPositionBuilderAtEnd(o->B, done);
-  for (int i = 0; i < k->nnodes; i++)
-    if (loop_reduction(o, i))
-      finalize_reduction(o, i);
+  o->tally = &o->cnt->part[LM_PART_PACKET];
+  for (int r = 0; r < lp->nred; r++)
+    finalize_reduction(o, s->reds[lp->red0 + r]);
 }
 
 static void store_instances(Lo *o) {
@@ -1123,15 +1085,17 @@ static void store_instances(Lo *o) {
     lm_dtype dt = k->params[s->param].dtype;
     LLVMValueRef v = emit_uniform(o, s->value);
     LLVMValueRef base = gep(o, scal_t(o, dt), o->pbuf[s->param], o->p);
-    if (o->L == 1) {
+    if (lm_sched_inst_contiguous(o->s)) {
       masked_store(o, v, base, (unsigned)lm_dtype_size(dt), o->valid);
       o->cnt->emit_glob_masked_stores++;
+      o->tally->maskstore++;
     } else {
       LLVMValueRef lead = LLVMBuildICmp(o->B, LLVMIntEQ, o->svec,
                                         LLVMConstNull(LLVMTypeOf(o->svec)), "");
       scatter(o, v, gep(o, scal_t(o, dt), base, o->gvec),
               (unsigned)lm_dtype_size(dt), LLVMBuildAnd(o->B, lead, o->valid, ""));
       o->cnt->emit_glob_scatters++;
+      o->tally->scatter += o->W;
     }
   }
 }
@@ -1142,6 +1106,7 @@ static void emit_packet(Lo *o) {
   const lm_kernel *k = o->k;
   int W = o->W, L = o->L, G = o->G;
   LLVMBuilderRef B = o->B;
+  o->tally = &o->cnt->part[LM_PART_PACKET];
   LLVMValueRef rem = LLVMBuildSub(B, o->end, o->p, "");
   rem = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rem, ci64(o, G), ""),
                         rem, ci64(o, G), "");
@@ -1155,11 +1120,12 @@ static void emit_packet(Lo *o) {
     LLVMValueRef base = gep(o, o->i32, o->pbuf[k->rowlen_param], o->p);
     LLVMValueRef len = gather(o, LLVMVectorType(o->i32, (unsigned)W),
                               gep(o, o->i32, base, o->gvec), 4, o->valid);
+    o->tally->gather += W;
     len = intr2(o, "llvm.smax", intr2(o, "llvm.smin", len, Nv), zero);
     o->lenv = LLVMBuildSelect(B, o->valid, len, zero, "");
     minlen = intr1(o, "llvm.vector.reduce.smin", o->lenv);
     maxlen = intr1(o, "llvm.vector.reduce.smax", o->lenv);
-  } else if (o->uniform_rows) { /* one full row per packet */
+  } else if (o->s->uniform_rows) { /* one full row per packet */
     o->lenv = Nv;
     minlen = maxlen = o->N;
   } else {
@@ -1262,20 +1228,14 @@ lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
                           LLVMModuleRef *out, lm_counts *counts,
                           lm_error *err) {
   *out = NULL;
-  if (lm_variant_check(k, v, err) != LM_OK)
-    return LM_EINPUT;
-  if (v->w > MAX_LANES || k->nstores > 256)
-    return lm_error_set(err, LM_EINPUT, "kernel %s: too many lanes or stores",
-                        k->name);
-  Lo o = {.k = k, .v = v, .cnt = counts, .C = ctx, .W = v->w, .L = v->l};
-  o.G = o.W / o.L;
-  o.U = o.L == o.W ? ACC_CONTIG
-        : o.L == 1 ? (v->glob == LM_GLOB_TRANSPOSE ? ACC_CONTIG : ACC_GATHER)
-                   : ACC_SEGMENT;
-  o.snapshot = v->phase == LM_PHASE_SNAPSHOT;
-  /* a packet of one row without a row-length input: every packet is full
-   * and has the kernel's column count, so its masked tail is one step */
-  o.uniform_rows = o.G == 1 && k->rowlen_param < 0;
+  memset(counts, 0, sizeof *counts);
+  lm_schedule sch;
+  lm_status st = lm_schedule_build(k, v, &sch, err);
+  if (st != LM_OK)
+    return st;
+  Lo o = {.k = k, .v = v, .s = &sch, .cnt = counts, .C = ctx, .W = sch.W, .L = sch.L,
+          .G = sch.G, .U = sch.U, .snapshot = sch.snapshot};
+  o.tally = &counts->part[LM_PART_PACKET];
   o.i1 = LLVMInt1TypeInContext(ctx);
   o.i8 = LLVMInt8TypeInContext(ctx);
   o.i32 = LLVMInt32TypeInContext(ctx);
@@ -1297,7 +1257,6 @@ lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
   o.uval = calloc((size_t)nn, sizeof(LLVMValueRef));
   o.memo = calloc((size_t)nn, sizeof(LLVMValueRef));
   o.acc = calloc((size_t)nn, sizeof *o.acc);
-  o.need = calloc((size_t)nn, 1);
   o.snapid = calloc((size_t)nn, sizeof(int));
   o.pre = calloc((size_t)nn, sizeof(LLVMValueRef *));
   o.pend = calloc((size_t)(k->nstores > 0 ? k->nstores : 1), sizeof(LLVMValueRef *));
@@ -1319,9 +1278,9 @@ lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
   free(o.uval);
   free(o.memo);
   free(o.acc);
-  free(o.need);
   free(o.snapid);
   LLVMDisposeBuilder(o.B);
+  lm_schedule_free(&sch);
   *out = o.M;
   return LM_OK;
 }

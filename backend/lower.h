@@ -7,8 +7,9 @@
 
 #include "lanemap/backend.h"
 
-/* Build the module holding `symbol` for k x v in ctx.  Fills the emit_*
- * counts. */
+/* Build the module holding `symbol` for k x v in ctx, as its schedule
+ * (backend/schedule.h) lays it out.  Sets *counts to the emitted sites
+ * (emit_* and part[]; the rest zero). */
 lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
                           LLVMContextRef ctx, const char *symbol,
                           LLVMModuleRef *out, lm_counts *counts,

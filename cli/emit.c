@@ -33,6 +33,12 @@ static const char usage[] =
   X(asm_kmasked) X(asm_maskmov) X(asm_shuffles) X(asm_div_sqrt) X(asm_calls)   \
   X(asm_spills) X(asm_reloads)
 
+/* The sites of each part of the column loops (lm_part_counts). */
+#define PART_FIELDS(X)                                                          \
+  X(steps) X(vload) X(vstore) X(maskload) X(maskstore) X(segload) X(segstore)   \
+  X(gather) X(scatter) X(blend) X(math_calls) X(div_lanes) X(hreduce)
+static const char *part_names[LM_COUNT_PARTS] = {"main", "rest", "tail", "packet"};
+
 static void print_counts(const char *variant, const lm_counts *c, double ms, int json) {
   if (json) {
     cJSON *j = cJSON_CreateObject();
@@ -44,6 +50,13 @@ static void print_counts(const char *variant, const lm_counts *c, double ms, int
 #undef ADD
     if (c->emit_fallbacks)
       cJSON_AddStringToObject(j, "fallback_reason", c->fallback_reason);
+    cJSON *parts = cJSON_AddObjectToObject(j, "parts");
+    for (int p = 0; p < LM_COUNT_PARTS; p++) {
+      cJSON *o = cJSON_AddObjectToObject(parts, part_names[p]);
+#define PADD(f) cJSON_AddNumberToObject(o, #f, c->part[p].f);
+      PART_FIELDS(PADD)
+#undef PADD
+    }
     char *t = cJSON_PrintUnformatted(j);
     puts(t);
     free(t);
@@ -60,6 +73,19 @@ static void print_counts(const char *variant, const lm_counts *c, double ms, int
 #define ROW(f) printf("  %-26s %d\n", #f, c->f);
   COUNT_FIELDS(ROW)
 #undef ROW
+  printf("  sites by part (summed over loops; vectors of W lanes, gathers in lanes):\n"
+         "  %-10s", "part");
+#define HEAD(f) printf(" %s", #f);
+  PART_FIELDS(HEAD)
+#undef HEAD
+  putchar('\n');
+  for (int p = 0; p < LM_COUNT_PARTS; p++) {
+    printf("  %-10s", part_names[p]);
+#define CELL(f) printf(" %*d", (int)strlen(#f), c->part[p].f);
+    PART_FIELDS(CELL)
+#undef CELL
+    putchar('\n');
+  }
 }
 
 int cmd_emit(int argc, char **argv) {

@@ -1,11 +1,14 @@
 /* Dynamic counts: what one launch of a variant executes, per cost term.
  *
- * This file mirrors the lowering's decisions without generating code.  For
- * each column loop it walks the tiles the loop needs the way the lowering
- * does (demand-driven from the loop's reductions, snapshots and stores;
- * snapshot reads stop the walk), once for an unmasked main step and once
- * for a masked tail step, and multiplies by how many of each a packet
- * runs.  Per-packet work (uniforms, reduction finalisation, per-row
+ * The counts come from the variant's schedule (backend/schedule.h), the
+ * one the lowering emits from: its parts (main, rest, tail) with their
+ * step modes and masks, each loop's reductions, snapshot writes and store
+ * groups, the private-array realization per element type and the vector
+ * math calls per operation.  For each loop and part this file walks the
+ * tiles the step needs in the lowering's order (demand-driven from the
+ * reductions, snapshots and stores; snapshot reads stop the walk), prices
+ * each access as the schedule realises it, and multiplies by how many
+ * steps of each part a packet runs.  Per-packet work (uniforms, reduction finalisation, per-row
  * stores) and per-launch work (calls, tasks, fork-join) are added on top.
  * Bytes are assigned to the cache level that holds the data they come
  * from: the whole launch's footprint for first touches, one packet's rows
@@ -16,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "costmodel/plan.h"
+#include "costmodel/counts.h"
 #include "lanemap/costmodel.h"
 
 static const char *names[] = {
@@ -62,18 +65,11 @@ void lm_caches_default(lm_caches *c) {
   c->l3 = 32 << 20;
 }
 
-/* Accumulators per reduction, as in backend/lower.c. */
-#define ACC_CONTIG 4
-#define ACC_SEGMENT 2
-#define ACC_GATHER 1
-
-typedef enum Mode { MODE_CONTIG, MODE_SEG, MODE_GATHER, MODE_BLOCK } Mode;
-
 typedef struct Cx {
   const lm_kernel *k;
-  const lm_variant *v;
-  int W, L, G, U, snapshot, loop, masked;
-  Mode mode;
+  const lm_schedule *s;
+  int W, L, G, snapshot, loop, masked;
+  lm_sched_mode mode;
   unsigned char *seen;
   int spans[64][2], nspans;
   double *n;
@@ -103,18 +99,19 @@ static int is_float_op(const lm_node *nd) {
 
 static void op_cost(Cx *c, const lm_node *nd) {
   double *n = c->n;
+  double calls = lm_sched_math_calls(c->s, nd->dtype);
   switch (nd->op) {
   case LM_OP_DIV: /* the divider is lane-throughput bound: count lanes */
   case LM_OP_SQRT: n[LM_T_VDIV] += c->W; break;
   case LM_OP_RSQRT: n[LM_T_VDIV] += 2 * c->W; break;
-  case LM_OP_EXP: n[LM_T_VEXP] += 1; break;
-  case LM_OP_LOG: n[LM_T_VLOG] += 1; break;
-  case LM_OP_TANH: n[LM_T_VTANH] += 1; break;
-  case LM_OP_ERF: n[LM_T_VERF] += 1; break;
+  case LM_OP_EXP: n[LM_T_VEXP] += calls; break;
+  case LM_OP_LOG: n[LM_T_VLOG] += calls; break;
+  case LM_OP_TANH: n[LM_T_VTANH] += calls; break;
+  case LM_OP_ERF: n[LM_T_VERF] += calls; break;
   case LM_OP_SIN:
-  case LM_OP_COS: n[LM_T_VSINCOS] += 1; break;
+  case LM_OP_COS: n[LM_T_VSINCOS] += calls; break;
   case LM_OP_SIGMOID:
-    n[LM_T_VEXP] += 1, n[LM_T_VDIV] += c->W, n[LM_T_VOP] += 2;
+    n[LM_T_VEXP] += calls, n[LM_T_VDIV] += c->W, n[LM_T_VOP] += 2;
     break;
   case LM_OP_POWI: {
     int e = abs(nd->ipow), m = 0;
@@ -135,8 +132,7 @@ static void op_cost(Cx *c, const lm_node *nd) {
 
 static void priv_read(Cx *c, const lm_node *nd) {
   double *n = c->n;
-  int narrow = nd->dtype == LM_BOOL;
-  lm_priv how = narrow ? LM_PRIV_GATHER : c->v->priv;
+  lm_priv how = lm_sched_priv(c->s, nd->dtype, NULL);
   if (how == LM_PRIV_GATHER)
     n[LM_T_GATHER] += c->W;
   else if (how == LM_PRIV_MASKED && c->masked)
@@ -147,8 +143,7 @@ static void priv_read(Cx *c, const lm_node *nd) {
 
 static void priv_write(Cx *c, const lm_node *nd) {
   double *n = c->n;
-  int narrow = nd->dtype == LM_BOOL;
-  lm_priv how = narrow ? LM_PRIV_GATHER : c->v->priv;
+  lm_priv how = lm_sched_priv(c->s, nd->dtype, NULL);
   if (how == LM_PRIV_GATHER)
     n[LM_T_SCATTER] += c->W;
   else if (!c->masked)
@@ -167,22 +162,24 @@ static void load_cost(Cx *c, const lm_node *nd, int rowwise) {
     return;
   }
   switch (c->mode) {
-  case MODE_CONTIG:
+  case LM_SCHED_CONTIG:
     if (new_span(c, nd->param, rowwise ? 0 : -1))
       n[c->masked ? LM_T_MASKLOAD : LM_T_VLOAD] += step;
     n[LM_T_SHUFFLE] += step > 1;
     break;
-  case MODE_SEG:
+  case LM_SCHED_SEG:
     for (int g = 0; g < (rowwise ? c->G : 1); g++)
       if (new_span(c, nd->param, rowwise ? g : -1))
         n[LM_T_SEGLOAD] += 1;
     n[LM_T_SHUFFLE] += (step > 1 ? (rowwise ? c->G : 1) : 0) + (rowwise ? c->G - 1 : 1);
     break;
-  case MODE_BLOCK: /* W row loads and one W x W transpose per W steps */
-    n[LM_T_VLOAD] += step;
+  case LM_SCHED_BLOCK: /* W row loads (views of one run share them) and
+                        * one W x W transpose per W steps */
+    if (new_span(c, nd->param, 0))
+      n[LM_T_VLOAD] += step;
     n[LM_T_SHUFFLE] += ilog2(c->W) + (step > 1);
     break;
-  case MODE_GATHER:
+  case LM_SCHED_GATHER:
     n[LM_T_GATHER] += c->W;
     n[LM_T_VOP] += 3; /* lane index arithmetic */
     if (rowwise && c->gb)
@@ -203,7 +200,7 @@ static void tile(Cx *c, int id) {
   switch (nd->op) {
   case LM_OP_LOAD_ROW: load_cost(c, nd, 1); break;
   case LM_OP_LOAD_COL: load_cost(c, nd, 0); break;
-  case LM_OP_COLIDX: c->n[LM_T_VOP] += c->mode == MODE_BLOCK ? 1 : 2; break;
+  case LM_OP_COLIDX: c->n[LM_T_VOP] += c->mode == LM_SCHED_BLOCK ? 1 : 2; break;
   default:
     if (nd->a >= 0) tile(c, nd->a);
     if (nd->b >= 0) tile(c, nd->b);
@@ -218,56 +215,44 @@ static int is_red(lm_op op) {
   return op == LM_OP_RSUM || op == LM_OP_RMAX || op == LM_OP_RMIN;
 }
 
-/* Counts of one step of loop c->loop in c->mode (masked or not). */
+/* Counts of one step of loop c->loop in c->mode (masked or not): the
+ * schedule's reductions, snapshot writes and store groups, in its order. */
 static void step_cost(Cx *c, double *out) {
   const lm_kernel *k = c->k;
+  const lm_schedule *s = c->s;
+  const lm_sched_loop *lp = &s->loop[c->loop];
   memset(c->seen, 0, (size_t)k->nnodes);
   c->nspans = 0;
   c->n = out;
-  for (int i = 0; i < k->nnodes; i++) {
-    const lm_node *nd = &k->nodes[i];
-    if (is_red(nd->op) && nd->nuses > 0 && k->nodes[nd->a].level == c->loop) {
-      tile(c, nd->a);
-      out[LM_T_VOP] += 1 + c->masked + (nd->op != LM_OP_RSUM ? 2 : 0);
-    }
+  for (int r = 0; r < lp->nred; r++) {
+    const lm_node *nd = &k->nodes[s->reds[lp->red0 + r]];
+    tile(c, nd->a);
+    out[LM_T_VOP] += 1 + c->masked + (nd->op != LM_OP_RSUM ? 2 : 0);
   }
-  if (c->snapshot)
-    for (int i = 0; i < k->nnodes; i++)
-      if (k->nodes[i].snap && k->nodes[i].level == c->loop)
-        tile(c, i);
-  int done[256] = {0};
-  for (int i = 0; i < k->nstores && i < 256; i++) {
-    const lm_store *s = &k->stores[i];
-    if (done[i] || s->kind != LM_STORE_ROW || s->level != c->loop)
-      continue;
-    int nv = 0;
-    for (int j = i; j < k->nstores && j < 256; j++) {
-      const lm_store *t = &k->stores[j];
-      if (!done[j] && t->kind == LM_STORE_ROW && t->level == c->loop &&
-          t->param == s->param && t->step == s->step) {
-        done[j] = 1;
-        tile(c, t->value);
-        nv++;
-      }
-    }
-    int step = s->step;
+  for (int i = 0; i < lp->nsnap; i++)
+    tile(c, s->snaps[lp->snap0 + i]);
+  for (int g = 0; g < lp->ngrp; g++) {
+    const lm_sched_group *grp = &s->groups[lp->grp0 + g];
+    int nv = grp->n, step = grp->step;
+    for (int m = 0; m < nv; m++)
+      tile(c, k->stores[s->members[grp->first + m]].value);
     switch (c->mode) {
-    case MODE_CONTIG:
+    case LM_SCHED_CONTIG:
       out[c->masked || nv < step ? LM_T_MASKSTORE : LM_T_VSTORE] += step;
       out[LM_T_SHUFFLE] += step > 1 ? nv : 0;
       break;
-    case MODE_SEG:
+    case LM_SCHED_SEG:
       out[nv < step ? LM_T_MASKSTORE : LM_T_SEGSTORE] += c->G;
       out[LM_T_SHUFFLE] += c->G * nv;
       break;
-    case MODE_BLOCK:
+    case LM_SCHED_BLOCK:
       out[nv < step ? LM_T_MASKSTORE : LM_T_VSTORE] += step;
       out[LM_T_SHUFFLE] += nv * ilog2(c->W) + (step > 1 ? nv : 0);
       break;
-    case MODE_GATHER:
+    case LM_SCHED_GATHER:
       out[LM_T_SCATTER] += (double)c->W * nv;
       if (c->gb)
-        c->gb[c->bufof[s->param]] += (double)c->W * nv;
+        c->gb[c->bufof[grp->param]] += (double)c->W * nv;
       break;
     }
   }
@@ -301,96 +286,95 @@ static Split split_of(int64_t ws, const lm_caches *cc) {
 
 static int is_rowdim(lm_dim d) { return d.sym == 0 && d.coef == 1; }
 
-lm_status lm_cost_plan_build(const lm_kernel *k, const lm_variant *v,
-                             lm_cost_plan *pl, lm_error *err) {
-  memset(pl, 0, sizeof *pl);
-  if (lm_variant_check(k, v, err) != LM_OK)
-    return LM_EINPUT;
-  int nbuf = 0;
-  for (int p = 0; p < k->nparams; p++)
-    nbuf += k->params[p].kind == LM_PARAM_BUFFER;
-  if (nbuf > PLAN_MAX_BUFS)
-    return lm_error_set(err, LM_EINPUT, "kernel %s: %d buffers, the cost model counts at most %d",
-                        k->name, nbuf, PLAN_MAX_BUFS);
-  Cx c = {.k = k, .v = v, .W = v->w, .L = v->l, .snapshot = v->phase == LM_PHASE_SNAPSHOT};
-  c.G = c.W / c.L;
-  c.U = c.L == c.W ? ACC_CONTIG
-        : c.L == 1 ? (v->glob == LM_GLOB_TRANSPOSE ? ACC_CONTIG : ACC_GATHER)
-                   : ACC_SEGMENT;
-  int blockmode = c.L == 1 && v->glob == LM_GLOB_TRANSPOSE;
-  pl->W = c.W, pl->L = c.L, pl->G = c.G, pl->U = c.U;
-  pl->per = blockmode ? c.W : c.U;
-  pl->workers = v->workers;
-  pl->grain = v->grain;
-  pl->nloops = k->nloops;
-  pl->ncols = k->ncols;
-  c.seen = calloc((size_t)(k->nnodes > 0 ? k->nnodes : 1), 1);
-  int *bufof = malloc(sizeof *bufof * (size_t)(k->nparams > 0 ? k->nparams : 1));
-  for (int p = 0, b = 0; p < k->nparams; p++)
-    bufof[p] = k->params[p].kind == LM_PARAM_BUFFER ? b++ : -1;
-  c.bufof = bufof;
-  for (int l = 0; l < k->nloops; l++) {
-    c.loop = l;
-    c.mode = c.L == c.W ? MODE_CONTIG : blockmode ? MODE_BLOCK
-             : v->glob == LM_GLOB_TRANSPOSE ? MODE_SEG : MODE_GATHER;
-    c.masked = 0;
-    c.gb = pl->gather_main;
-    step_cost(&c, pl->step_main);
-    if (blockmode)
-      c.mode = MODE_GATHER;
-    c.gb = pl->gather_rest;
-    step_cost(&c, pl->step_rest);
-    c.mode = c.L == c.W ? MODE_CONTIG : MODE_GATHER;
-    c.masked = 1;
-    c.gb = pl->gather_tail;
-    step_cost(&c, pl->step_tail);
-    c.gb = NULL;
-    for (int i = 0; i < k->nnodes; i++) {
-      const lm_node *nd = &k->nodes[i];
-      if (is_red(nd->op) && nd->nuses > 0 && k->nodes[nd->a].level == l)
-        pl->nred += 1;
+/* The counts of one step of each part, for every loop. */
+static void part_costs(Cx *c, lm_cost_counts *pl) {
+  const lm_schedule *s = c->s;
+  double *out[3] = {pl->step_main, pl->step_rest, pl->step_tail};
+  double *gb[3] = {pl->gather_main, pl->gather_rest, pl->gather_tail};
+  for (int l = 0; l < s->nloops; l++)
+    for (int p = LM_PART_MAIN; p <= LM_PART_TAIL; p++) {
+      c->loop = l;
+      c->mode = s->part[p].mode;
+      c->masked = s->part[p].masked;
+      c->gb = gb[p];
+      step_cost(c, out[p]);
     }
-  }
-  /* per-packet uniforms and per-row stores */
-  c.n = pl->packet;
+  c->gb = NULL;
+  for (int p = 0; p < LM_PART__COUNT; p++)
+    pl->copies[p] = s->part[p].steps * s->part[p].copies;
+}
+
+/* Per-packet work: uniforms, instance loads and stores, row lengths. */
+static void packet_costs(Cx *c, lm_cost_counts *pl) {
+  const lm_kernel *k = c->k;
+  int contiguous = lm_sched_inst_contiguous(c->s);
+  c->n = pl->packet;
   for (int i = 0; i < k->nnodes; i++) {
     const lm_node *nd = &k->nodes[i];
     if (nd->tile || is_red(nd->op))
       continue;
     if (nd->op == LM_OP_LOAD_INST)
-      pl->packet[c.L == 1 ? LM_T_MASKLOAD : LM_T_GATHER] += c.L == 1 ? 1 : c.W;
+      pl->packet[contiguous ? LM_T_MASKLOAD : LM_T_GATHER] += contiguous ? 1 : c->W;
     else if (nd->a >= 0)
-      op_cost(&c, nd);
+      op_cost(c, nd);
   }
   for (int i = 0; i < k->nstores; i++)
     if (k->stores[i].kind == LM_STORE_INST)
-      pl->packet[c.L == 1 ? LM_T_MASKSTORE : LM_T_SCATTER] += c.L == 1 ? 1 : c.W;
+      pl->packet[contiguous ? LM_T_MASKSTORE : LM_T_SCATTER] += contiguous ? 1 : c->W;
   if (k->rowlen_param >= 0)
-    pl->packet[LM_T_GATHER] += c.W;
+    pl->packet[LM_T_GATHER] += c->W;
   pl->packet[LM_T_PACKET] += 1;
+}
+
+lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
+                               lm_cost_counts *pl, lm_error *err) {
+  memset(pl, 0, sizeof *pl);
+  int nbuf = 0;
+  for (int p = 0; p < k->nparams; p++)
+    nbuf += k->params[p].kind == LM_PARAM_BUFFER;
+  if (nbuf > LM_COST_MAX_BUFS)
+    return lm_error_set(err, LM_EINPUT, "kernel %s: %d buffers, the cost model counts at most %d",
+                        k->name, nbuf, LM_COST_MAX_BUFS);
+  lm_schedule sch;
+  lm_status st = lm_schedule_build(k, v, &sch, err);
+  if (st != LM_OK)
+    return st;
+  Cx c = {.k = k, .s = &sch, .W = sch.W, .L = sch.L, .G = sch.G, .snapshot = sch.snapshot};
+  pl->rule = sch.rule;
+  pl->W = sch.W, pl->L = sch.L, pl->G = sch.G, pl->U = sch.U, pl->per = sch.per;
+  pl->nloops = k->nloops;
+  pl->ncols = k->ncols;
+  c.seen = calloc((size_t)(k->nnodes > 0 ? k->nnodes : 1), 1);
+  int *bufof = malloc(sizeof *bufof * (size_t)(k->nparams > 0 ? k->nparams : 1));
+  if (!c.seen || !bufof) {
+    free(c.seen);
+    free(bufof);
+    lm_schedule_free(&sch);
+    return lm_error_set(err, LM_ESYS, "cost model: out of memory");
+  }
+  for (int p = 0, b = 0; p < k->nparams; p++)
+    bufof[p] = k->params[p].kind == LM_PARAM_BUFFER ? b++ : -1;
+  c.bufof = bufof;
+  part_costs(&c, pl);
+  for (int l = 0; l < sch.nloops; l++)
+    pl->nred += sch.loop[l].nred;
+  packet_costs(&c, pl);
 
   /* which loops read each row buffer from memory (not from a snapshot) */
-  unsigned reads[PLAN_MAX_BUFS] = {0};
-  for (int l = 0; l < k->nloops; l++) {
-    memset(c.seen, 0, (size_t)k->nnodes);
-    c.loop = l;
-    c.mode = MODE_CONTIG;
-    c.masked = 0;
-    double junk[LM_T__COUNT] = {0};
-    step_cost(&c, junk); /* marks the tiles loop l computes from sources */
+  unsigned reads[LM_COST_MAX_BUFS] = {0};
+  for (int l = 0; l < sch.nloops; l++)
     for (int i = 0; i < k->nnodes; i++) {
       const lm_node *nd = &k->nodes[i];
-      if (c.seen[i] && nd->op == LM_OP_LOAD_ROW && bufof[nd->param] >= 0 &&
-          !(c.snapshot && nd->snap && nd->level < l))
+      if (sch.loop[l].need[i] && nd->op == LM_OP_LOAD_ROW && bufof[nd->param] >= 0 &&
+          !(sch.snapshot && nd->snap && nd->level < l))
         reads[bufof[nd->param]] |= 1u << (l < 30 ? l : 30);
     }
-  }
   for (int p = 0; p < k->nparams; p++) {
     const lm_param *pp = &k->params[p];
     if (pp->kind != LM_PARAM_BUFFER)
       continue;
     int b = pl->nbuf++;
-    pl->buf[b].kind = pp->rank == 2 ? PB_ROWS : is_rowdim(pp->dims[0]) ? PB_PERROW : PB_PERCOL;
+    pl->buf[b].kind = pp->rank == 2 ? LM_CB_ROWS : is_rowdim(pp->dims[0]) ? LM_CB_PERROW : LM_CB_PERCOL;
     pl->buf[b].rank = pp->rank;
     pl->buf[b].is_output = pp->is_output;
     pl->buf[b].nloads = __builtin_popcount(reads[b]);
@@ -405,11 +389,12 @@ lm_status lm_cost_plan_build(const lm_kernel *k, const lm_variant *v,
     pl->nred_cross += st * esize >= 16;
   pl->wide = c.W * esize >= 64;
   int nsnap = 0;
-  for (int i = 0; i < k->nnodes; i++)
-    nsnap += c.snapshot && k->nodes[i].snap;
+  for (int l = 0; l < sch.nloops; l++)
+    nsnap += sch.loop[l].nsnap;
   pl->privrow = (double)nsnap * c.W * (double)lm_dtype_size(k->elem);
   free(c.seen);
   free(bufof);
+  lm_schedule_free(&sch);
   return LM_OK;
 }
 
@@ -444,37 +429,23 @@ static int64_t dim_at(lm_dim d, const lm_shape *s) {
   return d.sym < 0 ? d.coef : d.coef * s->dims[d.sym];
 }
 
-void lm_cost_plan_steps(const lm_cost_plan *pl, const lm_shape *s, const lm_rowstats *rows,
-                        lm_plan_steps *st) {
-  const int G = pl->G, L = pl->L;
-  int64_t R = s->dims[0], N = dim_at(pl->ncols, s);
-  st->R = R, st->N = N;
-  st->P = (double)((R + G - 1) / G), st->Pf = (double)(R / G);
-  double len = rows ? rows->mean_len : (double)N;
-  double glen = rows ? rows->mean_group_max[ilog2(G)] : (double)N;
-  st->S = ceil(glen / L); /* steps per packet */
-  double minlen = rows ? (G == 1 ? len : 0) : (double)N;
-  st->full = floor(minlen / L);
-  st->main = floor(st->full / pl->per) * pl->per;
-  st->rest = st->full - st->main;
-  st->tail = st->S - st->full;
-  st->density = N > 0 ? len / (double)N : 1;
-  st->tasks = pl->workers > 1 ? ceil((double)R / (double)pl->grain) : 1;
-  /* a launch on workers > 1 goes through the pool's launch path (checks,
-   * the shared pool, chunking) before its first entry call, even when its
-   * one task then runs inline: one more call level */
-  st->calls = st->tasks + (pl->workers > 1);
+void lm_cost_counts_steps(const lm_cost_counts *pl, const lm_shape *s,
+                          const lm_rowstats *rows, lm_sched_steps *st) {
+  double rowlen[2];
+  if (rows)
+    rowlen[0] = rows->mean_len, rowlen[1] = rows->mean_group_max[ilog2(pl->G)];
+  lm_sched_at(&pl->rule, s->dims[0], dim_at(pl->ncols, s), rows ? rowlen : NULL, st);
 }
 
 /* gathers whose rows alias in L1: the G rows one gather touches, at the
  * row stride, fall into more lines of one L1 set than it has ways, so the
  * lines are evicted before the next column reuses them */
-double lm_cost_plan_alias(const lm_cost_plan *pl, const lm_shape *s, const lm_caches *caches,
-                          const lm_plan_steps *st) {
+double lm_cost_counts_alias(const lm_cost_counts *pl, const lm_shape *s, const lm_caches *caches,
+                          const lm_sched_steps *st) {
   double a = 0;
   int ways = alias_ways(caches);
   for (int b = 0; b < pl->nbuf; b++) {
-    if (pl->buf[b].kind != PB_ROWS ||
+    if (pl->buf[b].kind != LM_CB_ROWS ||
         !(pl->gather_main[b] || pl->gather_rest[b] || pl->gather_tail[b]))
       continue;
     int64_t stride = dim_at(pl->buf[b].dims[1], s) * (int64_t)pl->buf[b].dsize;
@@ -491,12 +462,12 @@ double lm_cost_plan_alias(const lm_cost_plan *pl, const lm_shape *s, const lm_ca
 
 /* bytes by level: first touches from the launch's footprint, re-reads from
  * one packet's rows, private slots and per-column vectors beside them */
-void lm_cost_plan_bytes(const lm_cost_plan *pl, const lm_shape *s, const lm_caches *caches,
-                        const lm_plan_steps *st, double lv[3], double *total_out,
+void lm_cost_counts_bytes(const lm_cost_counts *pl, const lm_shape *s, const lm_caches *caches,
+                        const lm_sched_steps *st, double lv[3], double *total_out,
                         double *footprint_out) {
   const int G = pl->G;
   int64_t footprint = 0, rowbytes = 0, colbytes = 0;
-  double bytes[PLAN_MAX_BUFS];
+  double bytes[LM_COST_MAX_BUFS];
   for (int b = 0; b < pl->nbuf; b++) {
     int64_t cnt = 1;
     for (int i = 0; i < pl->buf[b].rank; i++)
@@ -504,12 +475,12 @@ void lm_cost_plan_bytes(const lm_cost_plan *pl, const lm_shape *s, const lm_cach
     int64_t by = cnt * (int64_t)pl->buf[b].dsize;
     footprint += by;
     bytes[b] = (double)by;
-    if (pl->buf[b].kind == PB_ROWS && (pl->buf[b].nloads || pl->buf[b].is_output))
+    if (pl->buf[b].kind == LM_CB_ROWS && (pl->buf[b].nloads || pl->buf[b].is_output))
       rowbytes += dim_at(pl->buf[b].dims[1], s) * (int64_t)pl->buf[b].dsize;
-    if (pl->buf[b].kind == PB_PERCOL && pl->buf[b].rank == 1)
+    if (pl->buf[b].kind == LM_CB_PERCOL && pl->buf[b].rank == 1)
       colbytes += by;
   }
-  Split first_lv = split_of(footprint / (pl->workers > 1 ? pl->workers : 1), caches);
+  Split first_lv = split_of(footprint / (pl->rule.workers > 1 ? pl->rule.workers : 1), caches);
   Split packet_lv = split_of(rowbytes * G, caches);
   double privbytes = ceil((double)st->N / pl->L) * pl->privrow;
   Split priv_lv = split_of((int64_t)privbytes + rowbytes * G, caches);
@@ -522,7 +493,7 @@ void lm_cost_plan_bytes(const lm_cost_plan *pl, const lm_shape *s, const lm_cach
   for (int b = 0; b < pl->nbuf; b++) {
     double by = bytes[b];
     switch (pl->buf[b].kind) {
-    case PB_ROWS:
+    case LM_CB_ROWS:
       by *= density;
       if (pl->buf[b].is_output) {
         ADD_BYTES(first_lv, by);
@@ -531,8 +502,8 @@ void lm_cost_plan_bytes(const lm_cost_plan *pl, const lm_shape *s, const lm_cach
         ADD_BYTES(packet_lv, by * (pl->buf[b].nloads - 1));
       }
       break;
-    case PB_PERROW: ADD_BYTES(first_lv, by); break; /* per-row values */
-    case PB_PERCOL: ADD_BYTES(col_lv, by * P * pl->nloops); break; /* per packet */
+    case LM_CB_PERROW: ADD_BYTES(first_lv, by); break; /* per-row values */
+    case LM_CB_PERCOL: ADD_BYTES(col_lv, by * P * pl->nloops); break; /* per packet */
     }
   }
   /* private arrays: written once, read by each later loop (up to nloops-1) */
@@ -544,13 +515,13 @@ void lm_cost_plan_bytes(const lm_cost_plan *pl, const lm_shape *s, const lm_cach
 }
 
 /* The 512-bit code's instructions and math calls (wide512, wide_call). */
-const lm_term lm_plan_wide_ins[LM_PLAN_NWIDE_INS] = {
+const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS] = {
     LM_T_VOP,      LM_T_VLOAD,    LM_T_VSTORE, LM_T_SEGLOAD, LM_T_SEGSTORE,
     LM_T_MASKLOAD, LM_T_MASKSTORE, LM_T_BLEND, LM_T_SHUFFLE, LM_T_HRED};
-const lm_term lm_plan_wide_calls[LM_PLAN_NWIDE_CALLS] = {LM_T_VEXP, LM_T_VLOG, LM_T_VTANH,
+const lm_term lm_cost_wide_calls[LM_COST_NWIDE_CALLS] = {LM_T_VEXP, LM_T_VLOG, LM_T_VTANH,
                                                          LM_T_VERF, LM_T_VSINCOS};
 
-void lm_cost_plan_eval(const lm_cost_plan *pl, const lm_shape *s,
+void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
                        const lm_caches *caches, const lm_rowstats *rows,
                        lm_features *out) {
   lm_caches cdef;
@@ -558,8 +529,8 @@ void lm_cost_plan_eval(const lm_cost_plan *pl, const lm_shape *s,
     lm_caches_default(&cdef);
     caches = &cdef;
   }
-  lm_plan_steps st;
-  lm_cost_plan_steps(pl, s, rows, &st);
+  lm_sched_steps st;
+  lm_cost_counts_steps(pl, s, rows, &st);
   const double P = st.P, Pf = st.Pf, S = st.S;
   double *n = out->n;
   for (int t = 0; t < LM_T__COUNT; t++)
@@ -573,22 +544,22 @@ void lm_cost_plan_eval(const lm_cost_plan *pl, const lm_shape *s,
   /* width: what a 512-bit instruction or math call costs beyond its
    * 256-bit form (port and frequency effects), on the same counts */
   if (pl->wide) {
-    for (int i = 0; i < LM_PLAN_NWIDE_INS; i++)
-      n[LM_T_WIDE] += n[lm_plan_wide_ins[i]];
-    for (int i = 0; i < LM_PLAN_NWIDE_CALLS; i++)
-      n[LM_T_WCALL] += n[lm_plan_wide_calls[i]];
+    for (int i = 0; i < LM_COST_NWIDE_INS; i++)
+      n[LM_T_WIDE] += n[lm_cost_wide_ins[i]];
+    for (int i = 0; i < LM_COST_NWIDE_CALLS; i++)
+      n[LM_T_WCALL] += n[lm_cost_wide_calls[i]];
   }
   out->steps_main = Pf * st.full * pl->nloops;
   out->steps_tail = (Pf * st.tail + (P - Pf) * S) * pl->nloops;
   out->packets = P;
   out->density = st.density;
-  n[LM_T_GALIAS] += lm_cost_plan_alias(pl, s, caches, &st);
+  n[LM_T_GALIAS] += lm_cost_counts_alias(pl, s, caches, &st);
   /* launch structure */
   n[LM_T_CALL] += st.calls;
-  if (pl->workers > 1 && st.tasks > 1) /* one task runs inline, without the pool */
+  if (pl->rule.workers > 1 && st.tasks > 1) /* one task runs inline, without the pool */
     n[LM_T_TASK] += st.tasks, n[LM_T_FORK] += 1;
   double lv[3];
-  lm_cost_plan_bytes(pl, s, caches, &st, lv, &out->bytes_total, &out->footprint);
+  lm_cost_counts_bytes(pl, s, caches, &st, lv, &out->bytes_total, &out->footprint);
   n[LM_T_B_L2] += lv[0];
   n[LM_T_B_L3] += lv[1];
   n[LM_T_B_DRAM] += lv[2];
@@ -599,9 +570,9 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
                            const lm_rowstats *rows, lm_features *out,
                            lm_error *err) {
   memset(out, 0, sizeof *out);
-  lm_cost_plan pl;
-  if (lm_cost_plan_build(k, v, &pl, err) != LM_OK)
+  lm_cost_counts pl;
+  if (lm_cost_counts_build(k, v, &pl, err) != LM_OK)
     return LM_EINPUT;
-  lm_cost_plan_eval(&pl, s, caches, rows, out);
+  lm_cost_counts_eval(&pl, s, caches, rows, out);
   return LM_OK;
 }

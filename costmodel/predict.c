@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "costmodel/plan.h"
+#include "costmodel/counts.h"
 #include "lanemap/costmodel.h"
 
 /* The model form, shared by lm_cost_eval and the compiled predictor so
@@ -133,18 +133,18 @@ struct lm_predictor {
   lm_coefs c;
   int n;
   Fast *fast;
-  lm_cost_plan *plans;
+  lm_cost_counts *plans;
 };
 
-static void fast_of(const lm_coefs *c, const lm_cost_plan *pl, int workers, Fast *f) {
+static void fast_of(const lm_coefs *c, const lm_cost_counts *pl, int workers, Fast *f) {
   double eff[LM_T__COUNT];
   for (int t = 0; t < LM_T__COUNT; t++)
     eff[t] = t < LM_T_FIRST_MEM && t != LM_T_FORK ? c->theta[t] : 0;
   if (pl->wide) {
-    for (int i = 0; i < LM_PLAN_NWIDE_INS; i++)
-      eff[lm_plan_wide_ins[i]] += c->theta[LM_T_WIDE];
-    for (int i = 0; i < LM_PLAN_NWIDE_CALLS; i++)
-      eff[lm_plan_wide_calls[i]] += c->theta[LM_T_WCALL];
+    for (int i = 0; i < LM_COST_NWIDE_INS; i++)
+      eff[lm_cost_wide_ins[i]] += c->theta[LM_T_WIDE];
+    for (int i = 0; i < LM_COST_NWIDE_CALLS; i++)
+      eff[lm_cost_wide_calls[i]] += c->theta[LM_T_WCALL];
   }
   memset(f, 0, sizeof *f);
   for (int t = 0; t < LM_T__COUNT; t++) {
@@ -163,7 +163,7 @@ static void fast_of(const lm_coefs *c, const lm_cost_plan *pl, int workers, Fast
   f->walias = c->theta[LM_T_GALIAS];
   f->fork = workers > 1 ? c->theta[LM_T_FORK] : 0;
   f->workers = workers;
-  f->gp = (double)pl->grain / (double)pl->G;
+  f->gp = (double)pl->rule.grain / (double)pl->G;
   for (int b = 0; b < pl->nbuf; b++)
     f->gathers |= pl->gather_main[b] != 0 || pl->gather_rest[b] != 0 || pl->gather_tail[b] != 0;
 }
@@ -186,7 +186,7 @@ lm_status lm_predictor_new_coefs(const lm_coefs *c, const lm_kernel *k,
     return lm_error_set(err, LM_ESYS, "predictor: out of memory");
   }
   for (int i = 0; i < n; i++) {
-    if (lm_cost_plan_build(k, &vs[i], &pr->plans[i], err) != LM_OK) {
+    if (lm_cost_counts_build(k, &vs[i], &pr->plans[i], err) != LM_OK) {
       char buf[96], msg[sizeof err->msg];
       snprintf(msg, sizeof msg, "%s", err->msg);
       lm_error_set(err, LM_EINPUT, "predictor: variant %d (%s): %s", i,
@@ -206,19 +206,19 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
                             const lm_rowstats *rows, double *out_ns) {
   const lm_coefs *c = &p->c;
   for (int i = 0; i < p->n; i++) {
-    const lm_cost_plan *pl = &p->plans[i];
+    const lm_cost_counts *pl = &p->plans[i];
     const Fast *f = &p->fast[i];
-    lm_plan_steps st;
-    lm_cost_plan_steps(pl, s, rows, &st);
+    lm_sched_steps st;
+    lm_cost_counts_steps(pl, s, rows, &st);
     double C = st.Pf * (st.main * f->wmain + st.rest * f->wrest + st.tail * f->wtail) +
                (st.P - st.Pf) * st.S * f->wtail + st.P * f->wpacket + st.calls * f->wtask;
     int pooled = st.tasks > 1; /* one task runs inline, without the pool */
     if (pooled)
       C += st.tasks * f->wpool;
     if (f->gathers && f->walias > 0)
-      C += f->walias * lm_cost_plan_alias(pl, s, &c->caches, &st);
+      C += f->walias * lm_cost_counts_alias(pl, s, &c->caches, &st);
     double lv[3], total, fp;
-    lm_cost_plan_bytes(pl, s, &c->caches, &st, lv, &total, &fp);
+    lm_cost_counts_bytes(pl, s, &c->caches, &st, lv, &total, &fp);
     double par = speedup(st.P, f->gp, f->workers);
     C /= par;
     double M = (c->theta[LM_T_B_L2] * lv[0] + c->theta[LM_T_B_L3] * lv[1]) / par +

@@ -19,6 +19,26 @@
 extern "C" {
 #endif
 
+/* Sites emitted by one part of the column loops, summed over the loops:
+ * [0] the main body (all its unrolled steps), [1] the rest steps (all
+ * their copies), [2] the masked tail, [3] per-packet work outside the
+ * steps.  Vector loads and stores count W-lane vectors (a view of step s
+ * spans s of them), segment accesses (L < W lanes) count sites, gathers
+ * and scatters count lanes.  These are the per-step counts the cost model
+ * prices; the agreement test checks that both sides match. */
+#define LM_COUNT_PARTS 4
+typedef struct lm_part_counts {
+  int steps;              /* steps emitted */
+  int vload, vstore;      /* contiguous vectors, global and private slots */
+  int maskload, maskstore;
+  int segload, segstore;
+  int gather, scatter;    /* lanes */
+  int blend;              /* blended slot stores */
+  int math_calls;         /* vector math calls */
+  int div_lanes;          /* lanes of divisions and square roots */
+  int hreduce;            /* butterfly stages */
+} lm_part_counts;
+
 /* Static counts of one compiled variant.  `emit_*` count the sites the
  * lowering emitted; `ir_*` are read off the optimised LLVM IR; `asm_*` off
  * the emitted assembly (only when lm_compile_opts.want_asm). */
@@ -35,6 +55,7 @@ typedef struct lm_counts {
   int emit_glob_gathers, emit_glob_scatters;
   int emit_glob_masked_loads, emit_glob_masked_stores;
   int emit_transposes, emit_hreduce_steps, emit_math_calls;
+  lm_part_counts part[LM_COUNT_PARTS]; /* the emitted sites by part */
   /* optimised IR */
   int ir_instructions, ir_vector_loads, ir_vector_stores;
   int ir_gathers, ir_scatters, ir_masked_loads, ir_masked_stores;

@@ -1,0 +1,72 @@
+/* The per-variant counts of the cost model: what one step of each part
+ * of the schedule (backend/schedule.h) executes, per cost term, and the
+ * per-packet work; then their evaluation at a shape.  Everything the
+ * lowering decides without knowing R and C is counted once, from the same
+ * schedule the lowering emits from; a shape then costs a few dozen
+ * multiply-adds and the cache-level choice of five working sets.
+ * lm_cost_features and the compiled predictor both go through it, so they
+ * cannot disagree. */
+#ifndef LANEMAP_COSTMODEL_COUNTS_H
+#define LANEMAP_COSTMODEL_COUNTS_H
+
+#include "backend/schedule.h"
+#include "lanemap/costmodel.h"
+
+#define LM_COST_MAX_BUFS 64
+
+typedef enum lm_cost_buf {
+  LM_CB_ROWS,   /* rank 2: R x C rows */
+  LM_CB_PERROW, /* rank 1 of R: one value per instance */
+  LM_CB_PERCOL, /* rank 1 of a column dim: read by every packet in every loop */
+} lm_cost_buf;
+
+typedef struct lm_cost_counts {
+  lm_sched_rule rule;             /* the schedule's step rule */
+  int W, L, G, U, per, nloops;
+  lm_dim ncols;                   /* the column extent N */
+  int copies[LM_PART__COUNT];     /* steps each part emits: main per, rest copies, tail 1 */
+  double step_main[LM_T__COUNT];  /* one unmasked main step, summed over loops */
+  double step_rest[LM_T__COUNT];  /* one unmasked rest step (block mode: gathers) */
+  double step_tail[LM_T__COUNT];  /* one masked tail step */
+  double packet[LM_T__COUNT];     /* per packet: uniforms, row stores, setup */
+  double gather_main[LM_COST_MAX_BUFS]; /* per buffer: row elements gathered or */
+  double gather_rest[LM_COST_MAX_BUFS]; /* scattered by one step of each part */
+  double gather_tail[LM_COST_MAX_BUFS];
+  double nred;                    /* reductions finalised per packet */
+  double nred_cross;              /* butterfly stages crossing 128 bits, per reduction */
+  int wide;                       /* 512-bit registers: wide512 and wide_call count */
+  int nbuf;
+  struct {
+    lm_cost_buf kind;
+    int rank, is_output, nloads; /* nloads: loops that read it from memory */
+    lm_dim dims[2];
+    double dsize;                /* bytes per element */
+  } buf[LM_COST_MAX_BUFS];
+  double privrow;                /* private-array bytes per row step: nsnap*W*elem */
+} lm_cost_counts;
+
+#define LM_COST_NWIDE_INS 10
+#define LM_COST_NWIDE_CALLS 5
+extern const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS];
+extern const lm_term lm_cost_wide_calls[LM_COST_NWIDE_CALLS];
+
+/* Shape-independent counts of k x v (checks the variant's legality). */
+lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
+                               lm_cost_counts *out, lm_error *err);
+/* The counts at shape s, exactly as lm_cost_features reports them. */
+void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
+                         const lm_caches *caches, const lm_rowstats *rows,
+                         lm_features *out);
+
+/* The pieces of lm_cost_counts_eval, for the compiled predictor: the step
+ * structure, the aliasing gathered elements, and the bytes by level
+ * (lv = L2, L3, memory). */
+void lm_cost_counts_steps(const lm_cost_counts *pl, const lm_shape *s,
+                          const lm_rowstats *rows, lm_sched_steps *st);
+double lm_cost_counts_alias(const lm_cost_counts *pl, const lm_shape *s,
+                            const lm_caches *caches, const lm_sched_steps *st);
+void lm_cost_counts_bytes(const lm_cost_counts *pl, const lm_shape *s,
+                          const lm_caches *caches, const lm_sched_steps *st,
+                          double lv[3], double *total, double *footprint);
+
+#endif
