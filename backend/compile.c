@@ -1,6 +1,7 @@
 /* Compile pipeline: lower -> verify -> default<O3> (LLVMRunPasses with the
  * variant's target machine) -> static counts -> ORC LLJIT, or an object
- * file with a C header.
+ * file (one variant with a C header, or several entries linked into one
+ * module, as a plan's dispatch emits them).
  *
  * One LLJIT per ISA target is created on first use and shared; each
  * compiled variant lives in its own resource tracker, so freeing a variant
@@ -18,6 +19,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -243,7 +245,9 @@ void lm_compile_defaults(lm_compile_opts *o) {
   o->opt_level = 3;
 }
 
-static lm_status optimise(LLVMModuleRef m, LLVMTargetMachineRef tm, int level,
+/* Finish a lowered module for tm: verify it, give it the target's data
+ * layout and triple, and run default<O level>. */
+static lm_status finalise(LLVMModuleRef m, LLVMTargetMachineRef tm, int level,
                           lm_error *err) {
   char *msg = NULL;
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
@@ -298,7 +302,7 @@ lm_status lm_compile(const lm_kernel *k, const lm_variant *v,
     goto error;
   if ((s = lm_target_machine(v->isa, 1, &tm, err)) != LM_OK)
     goto error;
-  if ((s = optimise(m, tm, opts->opt_level, err)) != LM_OK)
+  if ((s = finalise(m, tm, opts->opt_level, err)) != LM_OK)
     goto error;
   count_ir(m, &c->counts);
   if (opts->want_ir) {
@@ -434,33 +438,71 @@ static int valid_symbol(const char *s) {
   return 1;
 }
 
-lm_status lm_emit_object(const lm_kernel *k, const lm_variant *v,
-                         const char *symbol, const char *obj_path,
-                         const char *header_path, lm_error *err) {
-  if (!valid_symbol(symbol))
-    return lm_error_set(err, LM_EINPUT, "'%s' is not a C identifier", symbol);
+lm_status lm_emit_entries(const lm_aot_entry *e, int n, const char *obj_path,
+                          lm_error *err) {
+  if (n < 1)
+    return lm_error_set(err, LM_EINPUT, "an object needs at least one entry");
+  for (int i = 0; i < n; i++) {
+    if (!valid_symbol(e[i].symbol))
+      return lm_error_set(err, LM_EINPUT, "'%s' is not a C identifier",
+                          e[i].symbol);
+    if (e[i].variant.isa != e[0].variant.isa)
+      return lm_error_set(err, LM_EINPUT,
+                          "%s targets %s, %s targets %s; one object holds one "
+                          "ISA target",
+                          e[i].symbol, lm_isa_name(e[i].variant.isa),
+                          e[0].symbol, lm_isa_name(e[0].variant.isa));
+  }
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef m = NULL;
+  LLVMModuleRef all = NULL;
   LLVMTargetMachineRef tm = NULL;
   LLVMMemoryBufferRef buf = NULL;
-  lm_counts counts = {0};
-  lm_status s = lm_lower_module(k, v, ctx, symbol, &m, &counts, err);
+  lm_status s = LM_OK;
+  for (int i = 0; i < n && s == LM_OK; i++) {
+    lm_counts counts = {0};
+    LLVMModuleRef m = NULL;
+    if ((s = lm_lower_module(e[i].kernel, &e[i].variant, ctx, e[i].symbol, &m,
+                             &counts, err)) != LM_OK)
+      break;
+    if (!all)
+      all = m;
+    else if (LLVMLinkModules2(all, m))
+      s = lm_error_set(err, LM_ESYS,
+                       "linking %s into the object's module failed",
+                       e[i].symbol);
+  }
   if (s != LM_OK)
     goto done;
-  if ((s = lm_target_machine(v->isa, 0, &tm, err)) != LM_OK)
+  if ((s = lm_target_machine(e[0].variant.isa, 0, &tm, err)) != LM_OK)
     goto done;
-  if ((s = optimise(m, tm, 3, err)) != LM_OK)
+  if ((s = finalise(all, tm, 3, err)) != LM_OK)
     goto done;
   char *msg = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &msg, &buf)) {
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, all, LLVMObjectFile, &msg,
+                                          &buf)) {
     s = lm_error_set(err, LM_ESYS, "object emission failed: %s", msg);
     LLVMDisposeMessage(msg);
     goto done;
   }
-  if ((s = lm_file_write_atomic(obj_path, LLVMGetBufferStart(buf),
-                                LLVMGetBufferSize(buf), err)) != LM_OK)
-    goto done;
-  if (header_path) {
+  s = lm_file_write_atomic(obj_path, LLVMGetBufferStart(buf),
+                           LLVMGetBufferSize(buf), err);
+done:
+  if (buf)
+    LLVMDisposeMemoryBuffer(buf);
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
+  if (all)
+    LLVMDisposeModule(all);
+  LLVMContextDispose(ctx);
+  return s;
+}
+
+lm_status lm_emit_object(const lm_kernel *k, const lm_variant *v,
+                         const char *symbol, const char *obj_path,
+                         const char *header_path, lm_error *err) {
+  lm_aot_entry e = {.kernel = k, .variant = *v, .symbol = symbol};
+  lm_status s = lm_emit_entries(&e, 1, obj_path, err);
+  if (s == LM_OK && header_path) {
     char vs[128], hdr[8192];
     lm_variant_format(v, vs, sizeof vs);
     int n = snprintf(hdr, sizeof hdr,
@@ -487,13 +529,5 @@ lm_status lm_emit_object(const lm_kernel *k, const lm_variant *v,
              symbol);
     s = lm_file_write_atomic(header_path, hdr, strlen(hdr), err);
   }
-done:
-  if (buf)
-    LLVMDisposeMemoryBuffer(buf);
-  if (tm)
-    LLVMDisposeTargetMachine(tm);
-  if (m)
-    LLVMDisposeModule(m);
-  LLVMContextDispose(ctx);
   return s;
 }

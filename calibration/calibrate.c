@@ -433,13 +433,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   if (s != LM_OK)
     return s;
   lm_caches cc;
-  lm_caches_default(&cc);
-  if (fp.l1d_bytes)
-    cc.l1 = (int64_t)fp.l1d_bytes;
-  if (fp.l2_bytes)
-    cc.l2 = (int64_t)fp.l2_bytes;
-  if (fp.l3_bytes)
-    cc.l3 = (int64_t)fp.l3_bytes;
+  lm_caches_from_fingerprint(&fp, &cc);
   lm_calib_bench *benches;
   int n = lm_calib_benches(o->isa, o->quick, &cc, &benches);
   Run *runs = calloc((size_t)n, sizeof *runs);

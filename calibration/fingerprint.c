@@ -188,29 +188,18 @@ done:
   return s;
 }
 
-/* FNV-1a, 64 bits: stable across builds and platforms, which is all a cache
- * key needs (this is no defence against forgery). */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
 void lm_fingerprint_rehash(lm_fingerprint *fp) {
   char nums[128];
   int n = snprintf(nums, sizeof nums, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %d",
                    fp->l1d_bytes, fp->l2_bytes, fp->l3_bytes, fp->cores);
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  uint64_t h = LM_FNV1A_INIT;
   /* the terminating NULs separate the fields */
-  h = fnv1a(h, fp->cpu_name, strnlen(fp->cpu_name, sizeof fp->cpu_name) + 1);
-  h = fnv1a(h, fp->cpu_features,
-            strnlen(fp->cpu_features, sizeof fp->cpu_features) + 1);
-  h = fnv1a(h, fp->llvm_version,
-            strnlen(fp->llvm_version, sizeof fp->llvm_version) + 1);
-  h = fnv1a(h, nums, (size_t)n);
+  h = lm_fnv1a(h, fp->cpu_name, strnlen(fp->cpu_name, sizeof fp->cpu_name) + 1);
+  h = lm_fnv1a(h, fp->cpu_features,
+               strnlen(fp->cpu_features, sizeof fp->cpu_features) + 1);
+  h = lm_fnv1a(h, fp->llvm_version,
+               strnlen(fp->llvm_version, sizeof fp->llvm_version) + 1);
+  h = lm_fnv1a(h, nums, (size_t)n);
   snprintf(fp->hash, sizeof fp->hash, "%016" PRIx64, h);
 }
 

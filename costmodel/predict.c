@@ -9,55 +9,6 @@
 
 #include "costmodel/counts.h"
 #include "lanemap/costmodel.h"
-#include "lanemap/profile.h"
-
-static void caches_from(const lm_fingerprint *fp, lm_caches *c) {
-  lm_caches_default(c);
-  if (fp && fp->l1d_bytes)
-    c->l1 = (int64_t)fp->l1d_bytes;
-  if (fp && fp->l2_bytes)
-    c->l2 = (int64_t)fp->l2_bytes;
-  if (fp && fp->l3_bytes)
-    c->l3 = (int64_t)fp->l3_bytes;
-}
-
-static lm_status coefs_from(const lm_profile *p, const double *vec,
-                            lm_coefs *out, lm_error *err) {
-  memset(out, 0, sizeof *out);
-  out->overlap = 1.0;
-  caches_from(lm_profile_get_fingerprint(p), &out->caches);
-  int n = lm_profile_nterms(p);
-  for (int i = 0; i < n; i++) {
-    const lm_profile_term *t = lm_profile_term_at(p, i);
-    double x = vec ? vec[i] : t->coef;
-    if (!isfinite(x) || x < 0)
-      return lm_error_set(err, LM_EINPUT, "profile term %s: coefficient %g",
-                          t->name, x);
-    if (strcmp(t->name, "overlap") == 0) {
-      out->overlap = x > 1 ? 1 : x;
-      continue;
-    }
-    int k = lm_term_lookup(t->name);
-    if (k >= 0)
-      out->theta[k] = x;
-  }
-  return LM_OK;
-}
-
-lm_status lm_coefs_from_profile(const lm_profile *p, lm_coefs *out,
-                                lm_error *err) {
-  return coefs_from(p, NULL, out, err);
-}
-
-lm_status lm_coefs_from_bootstrap(const lm_profile *p, int b, lm_coefs *out,
-                                  lm_error *err) {
-  int nb = 0;
-  const double *bs = lm_profile_get_bootstrap(p, &nb);
-  if (b < 0 || b >= nb || !bs)
-    return lm_error_set(err, LM_EINPUT, "no bootstrap resample %d (profile has %d)",
-                        b, nb);
-  return coefs_from(p, bs + (size_t)b * (size_t)lm_profile_nterms(p), out, err);
-}
 
 /* The model form, shared by lm_cost_eval and the compiled predictor so
  * that both give the same bits: compute C and memory M per worker, the
@@ -129,28 +80,21 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
-                          const lm_variant *v, const lm_shape *s,
-                          lm_prediction *out, lm_error *err) {
-  lm_coefs c;
-  if (lm_coefs_from_profile(p, &c, err) != LM_OK)
-    return LM_EINPUT;
+lm_status lm_cost_predict_coefs(const lm_coefs *c, const lm_coefs *boot, int nb,
+                                const lm_kernel *k, const lm_variant *v,
+                                const lm_shape *s, lm_prediction *out,
+                                lm_error *err) {
   lm_features f;
-  if (lm_cost_features(k, v, s, &c.caches, NULL, &f, err) != LM_OK)
+  if (lm_cost_features(k, v, s, &c->caches, NULL, &f, err) != LM_OK)
     return LM_EINPUT;
-  lm_cost_eval(&c, &f, v, out);
-  int nb = 0;
-  lm_profile_get_bootstrap(p, &nb);
+  lm_cost_eval(c, &f, v, out);
   if (nb > 0) {
     double *t = malloc(sizeof *t * (size_t)nb);
+    if (!t)
+      return lm_error_set(err, LM_ESYS, "predict: out of memory");
     for (int b = 0; b < nb; b++) {
-      lm_coefs cb;
       lm_prediction pb;
-      if (lm_coefs_from_bootstrap(p, b, &cb, err) != LM_OK) {
-        free(t);
-        return LM_EINPUT;
-      }
-      lm_cost_eval(&cb, &f, v, &pb);
+      lm_cost_eval(&boot[b], &f, v, &pb);
       t[b] = pb.ns;
     }
     qsort(t, (size_t)nb, sizeof *t, cmp_double);
@@ -164,7 +108,7 @@ lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
 /* ---- compiled predictor ------------------------------------------------
  *
  * One cost plan per variant (the shape-independent counts) and the
- * profile's coefficients, fixed at construction.  The compute side is
+ * coefficients, fixed at construction.  The compute side is
  * linear in the counts, and the counts are linear in the step numbers of
  * a shape, so each variant keeps the compute ns of one main, rest and tail
  * step, of one packet and of one task (the width extras folded into the
@@ -224,18 +168,16 @@ static void fast_of(const lm_coefs *c, const lm_cost_counts *pl, int workers, Fa
     f->gathers |= pl->gather_main[b] != 0 || pl->gather_rest[b] != 0 || pl->gather_tail[b] != 0;
 }
 
-lm_status lm_predictor_new(const lm_profile *p, const lm_kernel *k, const lm_variant *vs,
-                           int n, lm_predictor **out, lm_error *err) {
+lm_status lm_predictor_new_coefs(const lm_coefs *c, const lm_kernel *k,
+                                 const lm_variant *vs, int n,
+                                 lm_predictor **out, lm_error *err) {
   *out = NULL;
   if (n < 0 || (n > 0 && !vs))
     return lm_error_set(err, LM_EINPUT, "predictor: %d variants", n);
   lm_predictor *pr = calloc(1, sizeof *pr);
   if (!pr)
     return lm_error_set(err, LM_ESYS, "predictor: out of memory");
-  if (lm_coefs_from_profile(p, &pr->c, err) != LM_OK) {
-    free(pr);
-    return LM_EINPUT;
-  }
+  pr->c = *c;
   pr->n = n;
   pr->fast = calloc((size_t)(n > 0 ? n : 1), sizeof *pr->fast);
   pr->plans = calloc((size_t)(n > 0 ? n : 1), sizeof *pr->plans);

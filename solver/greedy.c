@@ -203,10 +203,8 @@ static void gain(int nb, int nv, const double *wc, const double *best, int v,
 lm_status lm_solve_greedy(const lm_solve_problem *p, const lm_solve_opts *o,
                           const unsigned char *active, lm_solve_result *r,
                           lm_error *err) {
-  lm_status st = lm_solve_validate(p, o, err);
+  lm_status st = lm_solve_start(p, o, r, err);
   if (st)
-    return st;
-  if ((st = lm_solve_result_init(p, r, err)))
     return st;
   int nk = p->nkernels, *bs = r->bucket_start, *vs = r->variant_start;
   double *wc = NULL;

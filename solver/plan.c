@@ -44,17 +44,6 @@ void lm_plan_free(lm_plan *p) {
   free(p);
 }
 
-lm_status lm_plan_file_hash(const char *path, char *buf, lm_error *err) {
-  char *text = NULL;
-  size_t n = 0;
-  lm_status s = lm_file_read(path, &text, &n, err);
-  if (s != LM_OK)
-    return s;
-  snprintf(buf, 17, "%016" PRIx64, lm_fnv1a(LM_FNV1A_INIT, text, n));
-  free(text);
-  return LM_OK;
-}
-
 /* Thresholds of one kernel from its buckets: per C (buckets sorted by R),
  * a new run wherever the variant changes. */
 static lm_status make_thresholds(lm_plan_kernel *k, lm_error *err) {
@@ -156,7 +145,7 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
       s = lm_error_set(err, LM_ESYS, "plan: out of memory");
       break;
     }
-    if ((s = lm_plan_file_hash(wk->resolved, k->hash, err)) != LM_OK) {
+    if ((s = lm_file_hash(wk->resolved, k->hash, err)) != LM_OK) {
       free(map);
       break;
     }

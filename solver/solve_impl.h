@@ -1,8 +1,22 @@
-/* Private to solver/: helpers shared by ilp.c, greedy.c and brute.c. */
+/* Private to solver/: what the methods (solve.c, exact.c, mip.c, greedy.c,
+ * brute.c) share. */
 #ifndef LANEMAP_SOLVER_SOLVE_IMPL_H
 #define LANEMAP_SOLVER_SOLVE_IMPL_H
 
+#include <time.h>
+
 #include "lanemap/solver.h"
+
+/* Seconds on the monotonic clock (time limits and deadlines). */
+static inline double lm_solve_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* lm_solve_validate, then lm_solve_result_init: how every method starts. */
+lm_status lm_solve_start(const lm_solve_problem *p, const lm_solve_opts *o,
+                         lm_solve_result *r, lm_error *err);
 
 /* Number of cost scenarios of p (at least 1). */
 int lm_solve_nscen(const lm_solve_problem *p);
@@ -40,5 +54,58 @@ int lm_solve_threshold_dp(int nb, int nv, const double *wc, int maxruns,
  * plan exists, -1 out of memory. */
 int lm_solve_threshold_set(int nb, int nv, const double *wc, const int *set,
                            int n, int *choice, double *value);
+
+/* Dominance pruning (prune.c): active[vs[k] + v] says whether variant v of
+ * kernel k stays; returns how many were dropped. */
+int lm_solve_prune(const lm_solve_problem *p, const lm_solve_opts *o,
+                   const int *vs, unsigned char *active);
+
+/* ---- the MIP (mip.c) ---- */
+
+enum { OBJ_PLAN, OBJ_COMPILE, OBJ_COUNT };
+
+typedef struct Mip {
+  const lm_solve_problem *p;
+  const lm_solve_opts *o;
+  const unsigned char *active; /* by global variant index */
+  const int *bs, *vs;          /* result's bucket and variant starts */
+  const long *xo;              /* offset of kernel k's s*nv+v cells */
+  int k0, k1;                  /* kernels [k0, k1) */
+  int obj;                     /* OBJ_* */
+  int caps, budget;            /* include the cap rows, the budget row */
+  const int *warm;             /* plan to offer (global choices) or NULL */
+  double deadline;             /* lm_solve_now() at which to stop */
+} Mip;
+
+typedef struct MipOut {
+  int ok;       /* an incumbent exists */
+  int optimal;  /* proven */
+  int tmlim;    /* stopped by the time limit */
+  double value; /* GLPK's objective of the incumbent */
+  double bound;
+  long nodes;
+} MipOut;
+
+/* Solve the MIP m describes; on success write its plan into r (kernels
+ * [k0, k1) only). */
+lm_status lm_solve_mip(const Mip *m, lm_solve_result *r, MipOut *out,
+                       lm_error *err);
+
+/* Every bucket has an allowed variant; each cap admits a cover; the budget
+ * admits the cheapest compile set (feasible.c).  LM_EINPUT names the first
+ * that fails. */
+lm_status lm_solve_feasible(const Mip *base, lm_solve_result *r, lm_error *err);
+
+/* ---- exact methods (exact.c) ---- */
+
+/* 1: kernel k's plan is in choice (optimal); 0: left to the MIP.  active
+ * is indexed by the kernel's variants (NULL = all). */
+int lm_solve_kernel_exact(const lm_solve_problem *p, const lm_solve_opts *o,
+                          int k, const unsigned char *active, int *choice);
+/* The global budget as a multiple-choice knapsack over each kernel's
+ * Pareto front: 1, r->choice holds the optimum; 0, not applicable; -1, no
+ * memory. */
+int lm_solve_knapsack(const lm_solve_problem *p, const lm_solve_opts *o,
+                      const unsigned char *active, lm_solve_result *r);
 
 #endif

@@ -101,6 +101,17 @@ lm_status lm_lower_to_string(lm_keep const lm_kernel *k, const lm_variant *v,
 lm_status lm_emit_object(lm_keep const lm_kernel *k, const lm_variant *v,
                          const char *symbol, const char *obj_path,
                          const char *header_path, lm_error *err);
+/* One entry of an object file: kernel x variant, named symbol. */
+typedef struct lm_aot_entry {
+  const lm_kernel *kernel; /* borrowed */
+  lm_variant variant;
+  const char *symbol; /* a C identifier */
+} lm_aot_entry;
+/* Ahead-of-time, several entries in one object file (no header): every
+ * entry must target one ISA.  LM_EINPUT for a symbol that is not a C
+ * identifier, entries of two ISA targets, or n < 1. */
+lm_status lm_emit_entries(const lm_aot_entry *entries, int n,
+                          const char *obj_path, lm_error *err);
 
 /* The args block for a launch on d (malloc'ed, free with free()). */
 lm_give uint64_t *lm_args_pack(lm_keep const lm_kernel *k,

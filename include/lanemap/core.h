@@ -97,6 +97,9 @@ lm_status lm_file_read(const char *path, lm_give char **out, size_t *n,
  * of a kernel needs (this is no defence against forgery). */
 #define LM_FNV1A_INIT UINT64_C(0xcbf29ce484222325)
 uint64_t lm_fnv1a(uint64_t h, const void *data, size_t n);
+/* FNV-1a of a file's bytes as 16 hex digits and a NUL (a plan records it
+ * per kernel file, and dispatch checks it). */
+lm_status lm_file_hash(const char *path, char buf[17], lm_error *err);
 
 #ifdef __cplusplus
 }

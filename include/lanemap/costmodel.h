@@ -73,8 +73,8 @@ int lm_term_lookup(const char *name); /* -1 if unknown */
  * another one.  Thread-safe. */
 const char *lm_model_id(void);
 
-/* Cache sizes used to decide which level serves a byte (from the
- * profile's fingerprint; lm_caches_host reads this machine's). */
+/* Cache sizes used to decide which level serves a byte (a profile gives
+ * its machine's: lm_caches_from_fingerprint in lanemap/profile.h). */
 typedef struct lm_caches {
   int64_t l1, l2, l3; /* bytes per core (l3 shared) */
 } lm_caches;
@@ -111,19 +111,14 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
  * time add up instead of overlapping; it is fitted on mixed benchmarks and
  * defaults to 1 (fully additive) when a profile has no such term. */
 
-typedef struct lm_profile lm_profile;
-
-/* Coefficients in term order, read from a profile (missing terms are 0). */
+/* The model's coefficients in term order, plain values: calibration
+ * produces them (lm_coefs_from_profile in lanemap/profile.h reads a
+ * profile's; terms it does not have are 0). */
 typedef struct lm_coefs {
   double theta[LM_T__COUNT];
   double overlap;
   lm_caches caches;
 } lm_coefs;
-lm_status lm_coefs_from_profile(const lm_profile *p, lm_coefs *out,
-                                lm_error *err);
-/* The same under bootstrap resample b of the profile. */
-lm_status lm_coefs_from_bootstrap(const lm_profile *p, int b, lm_coefs *out,
-                                  lm_error *err);
 
 typedef struct lm_prediction {
   double ns;                  /* predicted time of one launch */
@@ -137,10 +132,13 @@ typedef struct lm_prediction {
 /* Predict from coefficients (fast path: no allocation). */
 void lm_cost_eval(const lm_coefs *c, const lm_features *f,
                   const lm_variant *v, lm_prediction *out);
-/* Predict with a profile, including the bootstrap interval. */
-lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
-                          const lm_variant *v, const lm_shape *s,
-                          lm_prediction *out, lm_error *err);
+/* Count and predict k x v at shape s with coefficients c, and the
+ * bootstrap interval over nboot resampled coefficient sets (boot may be
+ * NULL when nboot is 0).  With a profile: lm_cost_predict. */
+lm_status lm_cost_predict_coefs(const lm_coefs *c, const lm_coefs *boot,
+                                int nboot, const lm_kernel *k,
+                                const lm_variant *v, const lm_shape *s,
+                                lm_prediction *out, lm_error *err);
 
 /* ---- compiled predictor -----------------------------------------------
  *
@@ -148,15 +146,15 @@ lm_status lm_cost_predict(const lm_profile *p, const lm_kernel *k,
  * shape-independent counts of each variant (every per-step, per-packet and
  * per-buffer count the lowering fixes without R and C) are computed once,
  * so a shape costs a few dozen multiply-adds per variant.  The result
- * equals lm_cost_predict's `ns` bit for bit (same counts, same model form),
- * without the bootstrap interval and the breakdown. */
+ * equals lm_cost_predict_coefs's `ns` bit for bit (same counts, same model
+ * form), without the bootstrap interval and the breakdown. */
 typedef struct lm_predictor lm_predictor;
 
-/* Compile n variants of k under profile p (checks each variant; the
- * kernel and the profile may be freed afterwards). */
-lm_status lm_predictor_new(const lm_profile *p, const lm_kernel *k,
-                           const lm_variant *vs, int n,
-                           lm_give lm_predictor **out, lm_error *err);
+/* Compile n variants of k under coefficients c (checks each variant; the
+ * kernel may be freed afterwards).  With a profile: lm_predictor_new. */
+lm_status lm_predictor_new_coefs(const lm_coefs *c, const lm_kernel *k,
+                                 const lm_variant *vs, int n,
+                                 lm_give lm_predictor **out, lm_error *err);
 int lm_predictor_count(const lm_predictor *p);
 /* Predicted ns of every variant at shape s, in construction order. */
 void lm_predictor_eval(const lm_predictor *p, const lm_shape *s,

@@ -150,9 +150,6 @@ void lm_plan_check_fingerprint(lm_keep const lm_plan *p,
 /* Every field equal (doubles bit for bit). */
 bool lm_plan_equal(lm_keep const lm_plan *a, lm_keep const lm_plan *b);
 
-/* FNV-1a of a file's bytes as 16 hex digits (buf >= 17 bytes). */
-lm_status lm_plan_file_hash(const char *path, char *buf, lm_error *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "lanemap/core.h"
+#include "lanemap/costmodel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -190,6 +191,35 @@ lm_status lm_profile_set_bootstrap(lm_keep lm_profile *p, const double *coefs,
                                    int b, lm_error *err);
 /* Row-major [*b][nterms]; NULL when *b is 0. */
 const double *lm_profile_get_bootstrap(lm_keep const lm_profile *p, int *b);
+
+/* ---- the cost model's coefficients ---------------------------------------
+ *
+ * The cost model takes plain coefficients (lm_coefs, lanemap/costmodel.h);
+ * a profile is where they come from.  These read them and forward to the
+ * cost model's lm_cost_predict_coefs and lm_predictor_new_coefs. */
+
+/* Cache sizes of a fingerprint; a size it does not know (0) keeps
+ * lm_caches_default's. */
+void lm_caches_from_fingerprint(const lm_fingerprint *fp, lm_caches *out);
+/* The profile's coefficients in term order (terms the cost model does not
+ * know are skipped, terms the profile lacks are 0; "overlap" is capped at
+ * 1) and its fingerprint's cache sizes.  LM_EINPUT for a negative or
+ * non-finite coefficient. */
+lm_status lm_coefs_from_profile(lm_keep const lm_profile *p, lm_coefs *out,
+                                lm_error *err);
+/* The same under bootstrap resample b of the profile. */
+lm_status lm_coefs_from_bootstrap(lm_keep const lm_profile *p, int b,
+                                  lm_coefs *out, lm_error *err);
+/* Predict with the profile's coefficients, including the bootstrap
+ * interval over its resamples. */
+lm_status lm_cost_predict(lm_keep const lm_profile *p, const lm_kernel *k,
+                          const lm_variant *v, const lm_shape *s,
+                          lm_prediction *out, lm_error *err);
+/* The compiled predictor under the profile's coefficients (the profile
+ * may be freed afterwards). */
+lm_status lm_predictor_new(lm_keep const lm_profile *p, const lm_kernel *k,
+                           const lm_variant *vs, int n,
+                           lm_give lm_predictor **out, lm_error *err);
 
 /* ---- files --------------------------------------------------------------- */
 

@@ -16,13 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/Linker.h>
-#include <llvm-c/Transforms/PassBuilder.h>
-
-#include "backend/lower.h"
-
 typedef struct dkernel {
   lm_kernel *k;
   char *name;
@@ -97,7 +90,7 @@ static lm_status load_kernel(const lm_plan *plan, int i, int check_hash, lm_kern
                         pk->path, (*out)->name, pk->name);
   if (check_hash) {
     char h[17];
-    if ((s = lm_plan_file_hash(pk->path, h, err)) != LM_OK)
+    if ((s = lm_file_hash(pk->path, h, err)) != LM_OK)
       return s;
     if (strcmp(h, pk->hash) != 0)
       return lm_error_set(err, LM_EINPUT,
@@ -427,96 +420,54 @@ static void write_header(sbuf *h, const lm_plan *plan, lm_kernel **ks, const cha
   sb_printf(h, "#ifdef __cplusplus\n}\n#endif\n");
 }
 
-lm_status lm_dispatch_emit(const lm_plan *plan, const char *prefix, const char *obj_path,
-                           const char *header_path, lm_error *err) {
+lm_status lm_dispatch_emit(const lm_plan *plan, const char *prefix,
+                           const char *obj_path, const char *header_path,
+                           lm_error *err) {
   if (!c_ident(prefix))
     return lm_error_set(err, LM_EINPUT, "'%s' is not a C identifier", prefix);
   lm_status s = LM_OK;
   lm_isa isa = LM_ISA__COUNT;
+  int n = 0;
+  size_t total = 1;
+  for (int i = 0; i < plan->nkernels; i++)
+    total += (size_t)plan->kernels[i].nvariants;
   lm_kernel **ks = calloc((size_t)plan->nkernels, sizeof *ks);
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef all = NULL;
-  LLVMTargetMachineRef tm = NULL;
-  LLVMMemoryBufferRef buf = NULL;
+  lm_aot_entry *es = calloc(total, sizeof *es);
+  char(*syms)[160] = calloc(total, sizeof *syms);
   sbuf h = {0};
-  if (!ks) {
+  if (!ks || !es || !syms) {
     s = lm_error_set(err, LM_ESYS, "dispatch: out of memory");
     goto done;
   }
   for (int i = 0; i < plan->nkernels && s == LM_OK; i++) {
     const lm_plan_kernel *pk = &plan->kernels[i];
     if (!c_ident(pk->name)) {
-      s = lm_error_set(err, LM_EINPUT, "plan kernels[%d].name: not a C identifier", i);
+      s = lm_error_set(err, LM_EINPUT,
+                       "plan kernels[%d].name: not a C identifier", i);
       break;
     }
     if ((s = load_kernel(plan, i, 1, &ks[i], err)) != LM_OK)
       break;
     for (int v = 0; v < pk->nvariants && s == LM_OK; v++) {
-      lm_variant var;
-      char sym[160];
-      lm_counts counts;
-      LLVMModuleRef m = NULL;
-      snprintf(sym, sizeof sym, "%s_%s_v%d", prefix, pk->name, v);
-      if ((s = lm_variant_parse(pk->variants[v], &var, err)) != LM_OK ||
-          (s = lm_variant_check(ks[i], &var, err)) != LM_OK)
+      lm_aot_entry *e = &es[n];
+      snprintf(syms[n], sizeof syms[n], "%s_%s_v%d", prefix, pk->name, v);
+      if ((s = lm_variant_parse(pk->variants[v], &e->variant, err)) != LM_OK ||
+          (s = lm_variant_check(ks[i], &e->variant, err)) != LM_OK)
         break;
-      if (isa != LM_ISA__COUNT && var.isa != isa) {
-        s = lm_error_set(err, LM_EINPUT,
-                         "plan kernels[%d].variants[%d]: targets %s, an earlier variant %s; "
-                         "one object holds one ISA target",
-                         i, v, lm_isa_name(var.isa), lm_isa_name(isa));
+      if (isa != LM_ISA__COUNT && e->variant.isa != isa) {
+        s = lm_error_set(
+            err, LM_EINPUT,
+            "plan kernels[%d].variants[%d]: targets %s, an earlier variant %s; "
+            "one object holds one ISA target",
+            i, v, lm_isa_name(e->variant.isa), lm_isa_name(isa));
         break;
       }
-      isa = var.isa;
-      memset(&counts, 0, sizeof counts);
-      if ((s = lm_lower_module(ks[i], &var, ctx, sym, &m, &counts, err)) != LM_OK)
-        break;
-      if (!all)
-        all = m;
-      else if (LLVMLinkModules2(all, m)) {
-        s = lm_error_set(err, LM_ESYS, "linking %s into the plan's module failed", sym);
-        break;
-      }
+      isa = e->variant.isa;
+      e->kernel = ks[i];
+      e->symbol = syms[n++];
     }
   }
-  if (s != LM_OK)
-    goto done;
-  if ((s = lm_target_machine(isa, 0, &tm, err)) != LM_OK)
-    goto done;
-  char *msg = NULL;
-  if (LLVMVerifyModule(all, LLVMReturnStatusAction, &msg)) {
-    s = lm_error_set(err, LM_ESYS, "the plan's module is invalid: %.1500s", msg);
-    LLVMDisposeMessage(msg);
-    goto done;
-  }
-  LLVMDisposeMessage(msg);
-  {
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-    char *dl = LLVMCopyStringRepOfTargetData(td);
-    LLVMSetDataLayout(all, dl);
-    LLVMDisposeMessage(dl);
-    LLVMDisposeTargetData(td);
-    char *triple = LLVMGetTargetMachineTriple(tm);
-    LLVMSetTarget(all, triple);
-    LLVMDisposeMessage(triple);
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(all, "default<O3>", tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-      char *em = LLVMGetErrorMessage(e);
-      s = lm_error_set(err, LM_ESYS, "optimisation failed: %s", em);
-      LLVMDisposeErrorMessage(em);
-      goto done;
-    }
-  }
-  msg = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(tm, all, LLVMObjectFile, &msg, &buf)) {
-    s = lm_error_set(err, LM_ESYS, "object emission failed: %s", msg);
-    LLVMDisposeMessage(msg);
-    goto done;
-  }
-  if ((s = lm_file_write_atomic(obj_path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf),
-                                err)) != LM_OK)
+  if (s != LM_OK || (s = lm_emit_entries(es, n, obj_path, err)) != LM_OK)
     goto done;
   write_header(&h, plan, ks, prefix);
   if (h.oom)
@@ -525,15 +476,10 @@ lm_status lm_dispatch_emit(const lm_plan *plan, const char *prefix, const char *
     s = lm_file_write_atomic(header_path, h.p, h.n, err);
 done:
   free(h.p);
-  if (buf)
-    LLVMDisposeMemoryBuffer(buf);
-  if (tm)
-    LLVMDisposeTargetMachine(tm);
-  if (all)
-    LLVMDisposeModule(all);
-  LLVMContextDispose(ctx);
   for (int i = 0; ks && i < plan->nkernels; i++)
     lm_kernel_free(ks[i]);
   free(ks);
+  free(es);
+  free(syms);
   return s;
 }
