@@ -48,6 +48,7 @@ lm_status lm_solve_validate(const lm_solve_problem *p, const lm_solve_opts *o,
                         "and >= 0",
                         o->time_limit, o->mip_gap);
   int nsc = lm_solve_nscen(p);
+  double total = 0; /* the largest objective any choice can reach */
   for (int k = 0; k < p->nkernels; k++) {
     const lm_solve_kernel *K = &p->kernel[k];
     if (K->nvariants < 1)
@@ -86,7 +87,29 @@ lm_status lm_solve_validate(const lm_solve_problem *p, const lm_solve_opts *o,
                                 k, s, v, c, j);
         }
     }
+    for (int s = 0; s < K->nbuckets; s++) {
+      double worst = 0;
+      int wv = 0;
+      for (int j = 0; j < nsc; j++)
+        for (int v = 0; v < K->nvariants; v++) {
+          double c = lm_solve_cost(K, j, s, v);
+          if (isfinite(c) && c > worst)
+            worst = c, wv = v;
+        }
+      double wc = K->weight[s] * worst;
+      total += wc;
+      if (!isfinite(wc) || !(total <= LM_SOLVE_MAX_TOTAL))
+        return lm_error_set(err, LM_EINPUT,
+                            "solver: kernel %d bucket %d: weight %g x cost %g of variant %d "
+                            "takes the weighted total past %g; scale the weights down",
+                            k, s, K->weight[s], worst, wv, LM_SOLVE_MAX_TOTAL);
+    }
+    for (int v = 0; v < K->nvariants; v++)
+      total += K->compile_cost ? K->compile_cost[v] : 0;
   }
+  if (!(total <= LM_SOLVE_MAX_TOTAL))
+    return lm_error_set(err, LM_EINPUT,
+                        "solver: the compile costs take the total past %g", LM_SOLVE_MAX_TOTAL);
   return LM_OK;
 }
 

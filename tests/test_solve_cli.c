@@ -171,6 +171,20 @@ Test(solve_cli, bad_input_exits_2_naming_the_field) {
   cr_assert_neq(access(plan, F_OK), 0);
   free(out);
   free(err);
+  /* a finite weight whose weighted cost overflows: exit 2 with every
+   * method, no plan (it aborted in a double free) */
+  write_file(wl, "{\"schema\":\"lanemap.workload/1\",\"kernels\":[{\"kernel\":\""
+                 SRC "/kernels/rmsnorm.lk\",\"buckets\":[{\"R\":1,\"C\":8,\"weight\":1e308},"
+                 "{\"R\":2,\"C\":8,\"weight\":1}]}]}");
+  const char *methods[] = {"", "--no-prune", "--method joint", "--threshold"};
+  for (int m = 0; m < 4; m++) {
+    cr_assert_eq(run(&out, &err, "solve %s --default-profile -o %s %s", wl, plan, methods[m]), 2,
+                 "%s: %s", methods[m], err);
+    cr_assert(strstr(err, "scale the weights down"), "%s", err);
+    cr_assert_neq(access(plan, F_OK), 0);
+    free(out);
+    free(err);
+  }
   /* infeasible budget: exit 2 naming the global budget */
   write_file(wl, "{\"schema\":\"lanemap.workload/1\",\"compile_budget_ms\":10,"
                  "\"kernels\":[{\"kernel\":\"" SRC "/kernels/rmsnorm.lk\","

@@ -363,3 +363,27 @@ Test(solver, the_greedy_plan_is_feasible_and_no_better_than_the_optimum) {
     inst_free(&in);
   }
 }
+
+/* A finite weight whose product with a cost overflows (1e308 x ns) is
+ * refused as bad input by every method, before any sum becomes infinite
+ * and leaves a bucket without a variant. */
+Test(solver, a_weighted_total_past_the_limit_is_refused_by_every_method) {
+  double w[2] = {1e308, 1}, c[4] = {300, 200, 100, 400}, huge_w[2] = {1e198, 1e198};
+  const lm_solve_method methods[] = {LM_SOLVE_AUTO, LM_SOLVE_JOINT_MIP};
+  for (int big = 0; big < 2; big++)
+    for (size_t m = 0; m < sizeof methods / sizeof *methods; m++)
+      for (int threshold = 0; threshold < 2; threshold++) {
+        lm_solve_kernel K = {.nbuckets = 2, .nvariants = 2, .weight = big ? huge_w : w,
+                             .cost = c, .cap = 1};
+        lm_solve_problem p = {.nkernels = 1, .kernel = &K, .budget = -1};
+        lm_solve_opts o;
+        lm_solve_defaults(&o);
+        o.method = methods[m];
+        o.threshold = threshold;
+        lm_solve_result r;
+        lm_error e = {0};
+        cr_expect_eq(lm_solve(&p, &o, &r, &e), LM_EINPUT, "method %d threshold %d",
+                     (int)methods[m], threshold);
+        cr_expect(strstr(e.msg, "scale the weights down"), "%s", e.msg);
+      }
+}

@@ -27,11 +27,19 @@
 extern "C" {
 #endif
 
+/* The largest objective a problem may reach: the sum over kernels and
+ * buckets of weight x the bucket's largest finite cost, plus every compile
+ * cost.  The methods add and compare such sums (and GLPK scales them), so
+ * a problem past it is refused as bad input rather than letting a sum
+ * overflow to infinity and no variant be chosen; 1e200 leaves a wide
+ * margin below DBL_MAX for any sum of them. */
+#define LM_SOLVE_MAX_TOTAL 1e200
+
 /* One kernel of a problem. */
 typedef struct lm_solve_kernel {
   int nbuckets;         /* >= 1, in increasing R when dispatch is thresholded */
   int nvariants;        /* >= 1 */
-  const double *weight; /* [nbuckets], finite, >= 0 */
+  const double *weight; /* [nbuckets], finite, >= 0; see LM_SOLVE_MAX_TOTAL */
   /* [nscenarios][nbuckets][nvariants]: cost[(j*nbuckets + s)*nvariants + v]
    * in ns, >= 0, INFINITY = v may not run s (in any scenario: not at all) */
   const double *cost;
