@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -58,14 +59,29 @@ int cmd_compile(int argc, char **argv) {
     fprintf(stderr, "lanemap compile: warning: %s\n", info.warning);
   if (aot) {
     char obj[4096], hdr[4096];
-    if (mkdir(aot, 0777) != 0 && errno != EEXIST) {
+    if (snprintf(obj, sizeof obj, "%s/%s.o", aot, prefix) >= (int)sizeof obj ||
+        snprintf(hdr, sizeof hdr, "%s/%s.h", aot, prefix) >= (int)sizeof hdr) {
+      s = lm_error_set(&err, LM_EINPUT, "--aot folder and --prefix: the paths are longer than %d bytes",
+                       (int)sizeof obj - 1);
+      goto done;
+    }
+    /* a failed emission leaves nothing behind: not the folder it made,
+     * not an object or header that was not there before */
+    int made = mkdir(aot, 0777) == 0;
+    if (!made && errno != EEXIST) {
       s = lm_error_set(&err, LM_ESYS, "cannot create %s: %s", aot, strerror(errno));
       goto done;
     }
-    snprintf(obj, sizeof obj, "%s/%s.o", aot, prefix);
-    snprintf(hdr, sizeof hdr, "%s/%s.h", aot, prefix);
-    if ((s = lm_dispatch_emit(plan, prefix, obj, hdr, &err)) != LM_OK)
+    int had_obj = access(obj, F_OK) == 0, had_hdr = access(hdr, F_OK) == 0;
+    if ((s = lm_dispatch_emit(plan, prefix, obj, hdr, &err)) != LM_OK) {
+      if (!had_obj)
+        unlink(obj);
+      if (!had_hdr)
+        unlink(hdr);
+      if (made)
+        rmdir(aot);
       goto done;
+    }
     int n = 0;
     for (int k = 0; k < plan->nkernels; k++)
       n += plan->kernels[k].nvariants;

@@ -128,6 +128,8 @@ int cmd_emit(int argc, char **argv) {
   }
   if (!file || !variant)
     return cli_usage_error(usage, "emit", "a kernel file and --variant V are required");
+  if (hdr && !obj)
+    return cli_usage_error(usage, "emit", "--header F.h needs --object F.o");
   lm_error err = {0};
   lm_kernel *k = NULL;
   lm_variant v;

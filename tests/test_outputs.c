@@ -5,7 +5,8 @@
  * - a device node, FIFO or socket is written through (so `-o /dev/stdout`
  *   prints and `-o /dev/full` fails with "No space left on device", exit 3);
  * - a folder is refused, saying so (`-o .`);
- * - the temp file fits whenever the name itself does.
+ * - the temp file fits whenever the name itself does;
+ * - an object file and its header are written whole or not at all.
  *
  * Device nodes are made with mknod in a private temp folder, never the real
  * /dev; that needs root, and the tests that need it are skipped with the
@@ -212,4 +213,86 @@ Test(outputs, concurrent_imports_into_one_file_keep_every_record) {
   cr_expect_eq(run_count_lines(text, "\"kernel\""), PROCS * ROUNDS * PER_IMPORT,
                "records were lost");
   free(text);
+}
+
+/* ---- object files and headers: all or nothing ---------------------------- */
+
+#define RMS_VARIANT "x86-64-v3/w8/l8/phase=reread/t1"
+
+Test(outputs, a_header_that_cannot_be_written_leaves_no_object) {
+  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+                     "--object", run_tmp("a.o"), "--header", run_tmp("nodir/a.h"));
+  cr_expect_eq(r.code, 3, "%s", r.err);
+  cr_expect(strstr(r.err, "nodir/a.h: cannot write: No such file or directory"), "%s", r.err);
+  cr_expect_not(run_exists(run_tmp("a.o")), "the object was written");
+  run_free(&r);
+}
+
+Test(outputs, a_header_without_an_object_is_a_usage_error) {
+  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+                     "--header", run_tmp("a.h"));
+  cr_expect_eq(r.code, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "--header F.h needs --object F.o"), "%s", r.err);
+  cr_expect_not(run_exists(run_tmp("a.h")));
+  run_free(&r);
+}
+
+Test(outputs, one_path_for_object_and_header_is_refused) {
+  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+                     "--object", run_tmp("x"), "--header", run_tmp("x"));
+  cr_expect_eq(r.code, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "are one file"), "%s", r.err);
+  cr_expect_not(run_exists(run_tmp("x")));
+  run_free(&r);
+}
+
+Test(outputs, a_symbol_that_is_not_a_c_identifier_is_refused_before_writing) {
+  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+                     "--object", run_tmp("a.o"), "--header", run_tmp("a.h"), "--symbol", "1 bad");
+  cr_expect_eq(r.code, 2, "%s", r.err);
+  cr_expect(strstr(r.err, "is not a C identifier"), "%s", r.err);
+  cr_expect_not(run_exists(run_tmp("a.o")));
+  run_free(&r);
+}
+
+/* A header has no size limit: a 16,000-character kernel name and an
+ * 8,000-character symbol give a complete header that compiles. */
+Test(outputs, long_names_give_a_complete_header) {
+  char *src = run_slurp(path_of("kernels/rmsnorm.lk"));
+  char *at = strstr(src, "kernel rmsnorm");
+  cr_assert_not_null(at);
+  size_t pre = (size_t)(at - src) + 7, post = strlen(at + 14);
+  char *big = malloc(pre + 16000 + post + 1);
+  memcpy(big, src, pre);
+  memset(big + pre, 'k', 16000);
+  memcpy(big + pre + 16000, at + 14, post + 1);
+  run_write(run_tmp("long.lk"), big);
+  char *sym = malloc(8001);
+  memset(sym, 's', 8000);
+  sym[8000] = 0;
+  run_result r = RUN("emit", run_tmp("long.lk"), "--variant", RMS_VARIANT, "--object",
+                     run_tmp("a.o"), "--header", run_tmp("a.h"), "--symbol", sym);
+  cr_expect_eq(r.code, 0, "%s", r.err);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "printf '#include \"a.h\"\\n' | %s -fsyntax-only -I '%s' -x c -",
+           LANEMAP_CC, run_tmpdir);
+  cr_expect_eq(system(cmd), 0, "the header does not compile");
+  char *hdr = run_slurp(run_tmp("a.h"));
+  cr_expect(strstr(hdr, sym), "the symbol is missing or cut");
+  free(hdr);
+  run_free(&r);
+  free(sym);
+  free(big);
+  free(src);
+}
+
+Test(outputs, a_failed_ahead_of_time_compile_leaves_no_folder) {
+  run_result r = RUN("solve", path_of("solver/examples/tiny.json"), "--default-profile", "-o",
+                     run_tmp("plan.json"));
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  r = RUN("compile", "--plan", run_tmp("plan.json"), "--aot", run_tmp("D"), "--prefix", "1 bad");
+  cr_expect_eq(r.code, 2, "%s", r.err);
+  cr_expect_not(run_exists(run_tmp("D")), "an empty folder was left behind");
+  run_free(&r);
 }
