@@ -1,5 +1,7 @@
 /* lanemap evaluate: the main job, lm_evaluate (heldout/evaluate.c) with
  * its options from the command line and its progress on a bar. */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,14 +132,22 @@ static int parse_isas(const char *text, lm_evaluate_options *o, lm_error *err) {
 }
 
 static int parse_shard(const char *text, lm_evaluate_options *o, lm_error *err) {
-  int i, n, end = 0;
-  if (sscanf(text, "%d/%d%n", &i, &n, &end) != 2 || text[end] || n < 1 ||
-      i < 0 || i >= n)
-    return lm_error_set(err, LM_EINPUT,
-                        "--shard: expected i/N with 0 <= i < N, got '%s'",
+  const char *slash = strchr(text, '/');
+  char first[32];
+  uint64_t i = 0, n = 0;
+  if (!slash || (size_t)(slash - text) >= sizeof first)
+    return lm_error_set(err, LM_EINPUT, "--shard: expected i/N with 0 <= i < N, got '%s'",
                         text);
-  o->shard_i = i;
-  o->shard_n = n;
+  memcpy(first, text, (size_t)(slash - text));
+  first[slash - text] = 0;
+  if (cli_parse_u64("--shard i", first, INT_MAX, &i, err) != LM_OK ||
+      cli_parse_u64("--shard N", slash + 1, INT_MAX, &n, err) != LM_OK)
+    return LM_EINPUT;
+  if (n < 1 || i >= n)
+    return lm_error_set(err, LM_EINPUT, "--shard: expected i/N with 0 <= i < N, got '%s'",
+                        text);
+  o->shard_i = (int)i;
+  o->shard_n = (int)n;
   return LM_OK;
 }
 

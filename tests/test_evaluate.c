@@ -200,6 +200,8 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
   } bad[] = {
       {{"--shard", "2/2"}, "--shard"},
       {{"--shard", "x"}, "--shard"},
+      {{"--shard", "4294967296/4294967297"}, "out of range (at most 2147483647)"},
+      {{"--shard", "-1/2"}, "not a non-negative integer"},
       {{"--isa", "vax"}, "vax"},
       {{"--isa", "host,host"}, "twice"},
       {{"--isa", "avx2,host", "--profile", prof}, "--profile"},
