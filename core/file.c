@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,41 +282,73 @@ void lm_file_unlock(int lock) {
     close(lock); /* closing the last descriptor releases the flock */
 }
 
-lm_status lm_file_read(const char *path, char **out, size_t *n, lm_error *err) {
+lm_status lm_file_read_max(const char *path, size_t max, const char *what, char **out,
+                           size_t *n, lm_error *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  if (n)
+    *n = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return lm_error_set(err, LM_EINPUT, "%s: cannot open: %s", path,
                         strerror(errno));
-  size_t cap = 4096, len = 0;
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    memset(&st, 0, sizeof st);
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return lm_error_set(err, LM_EINPUT, "%s: cannot read: %s", path, strerror(EISDIR));
+  }
+  size_t cap = 1 << 16, len = 0;
+  if (S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint64_t)st.st_size <= max)
+    cap = (size_t)st.st_size + 2; /* room to see the end of the file */
   char *buf = malloc(cap);
+  lm_status s = LM_OK;
   for (;;) {
     if (!buf) {
-      fclose(f);
-      return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+      s = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+      break;
     }
-    size_t r = fread(buf + len, 1, cap - len - 1, f);
-    len += r;
+    if (len + 1 == cap) {
+      if (len > max) {
+        s = lm_error_set(err, LM_EINPUT, "%s: more than %zu MiB, the most a %s may hold",
+                         path, max >> 20, what);
+        break;
+      }
+      size_t nc =
+          cap * 2 > max + 2 ? max + 2 : cap * 2;
+      char *nb = realloc(buf, nc);
+      if (!nb) {
+        s = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+        break;
+      }
+      buf = nb;
+      cap = nc;
+    }
+    ssize_t r = read(fd, buf + len, cap - len - 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      s = lm_error_set(err, LM_EINPUT, "%s: cannot read: %s", path,
+                       strerror(errno));
+      break;
+    }
     if (r == 0)
       break;
-    if (cap - len - 1 == 0) {
-      cap *= 2;
-      char *nb = realloc(buf, cap);
-      if (!nb)
-        free(buf);
-      buf = nb;
-    }
+    len += (size_t)r;
   }
-  int bad = ferror(f), e = errno;
-  fclose(f);
-  if (bad) {
+  close(fd);
+  if (s != LM_OK) {
     free(buf);
-    return lm_error_set(err, LM_EINPUT, "%s: cannot read: %s", path,
-                        strerror(e));
+    return s;
   }
   buf[len] = 0;
   *out = buf;
   if (n)
     *n = len;
   return LM_OK;
+}
+
+lm_status lm_file_read(const char *path, char **out, size_t *n, lm_error *err) {
+  return lm_file_read_max(path, LM_FILE_MAX_BYTES, "file", out, n, err);
 }

@@ -159,70 +159,7 @@ lm_status lm_json_parse_at(const char *name, int line, const char *text,
 
 lm_status lm_json_read_file(const char *path, char **out, size_t *n,
                             lm_error *err) {
-  *out = NULL;
-  if (n)
-    *n = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return lm_error_set(err, LM_EINPUT, "%s: cannot open: %s", path,
-                        strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0)
-    memset(&st, 0, sizeof st);
-  if (S_ISDIR(st.st_mode)) {
-    close(fd);
-    return lm_error_set(err, LM_EINPUT, "%s: is a directory, not a file", path);
-  }
-  size_t cap = 1 << 16, len = 0;
-  if (S_ISREG(st.st_mode) && st.st_size > 0 &&
-      (uint64_t)st.st_size <= LM_JSON_MAX_BYTES)
-    cap = (size_t)st.st_size + 2; /* room to see the end of the file */
-  char *buf = malloc(cap);
-  lm_status s = LM_OK;
-  for (;;) {
-    if (!buf) {
-      s = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
-      break;
-    }
-    if (len + 1 == cap) {
-      if (len > LM_JSON_MAX_BYTES) {
-        s = lm_error_set(err, LM_EINPUT,
-                         "%s: more than %zu MiB, the most a JSON file may hold",
-                         path, LM_JSON_MAX_BYTES >> 20);
-        break;
-      }
-      size_t nc =
-          cap * 2 > LM_JSON_MAX_BYTES + 2 ? LM_JSON_MAX_BYTES + 2 : cap * 2;
-      char *nb = realloc(buf, nc);
-      if (!nb) {
-        s = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
-        break;
-      }
-      buf = nb;
-      cap = nc;
-    }
-    ssize_t r = read(fd, buf + len, cap - len - 1);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      s = lm_error_set(err, LM_EINPUT, "%s: cannot read: %s", path,
-                       strerror(errno));
-      break;
-    }
-    if (r == 0)
-      break;
-    len += (size_t)r;
-  }
-  close(fd);
-  if (s != LM_OK) {
-    free(buf);
-    return s;
-  }
-  buf[len] = 0;
-  *out = buf;
-  if (n)
-    *n = len;
-  return LM_OK;
+  return lm_file_read_max(path, LM_JSON_MAX_BYTES, "JSON file", out, n, err);
 }
 
 lm_status lm_json_load(const char *path, cJSON **out, lm_error *err) {

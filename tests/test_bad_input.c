@@ -132,6 +132,24 @@ Test(bad_input, unreadable_kernel_files_exit_2_naming_the_file) {
   run_free(&r);
 }
 
+/* An input past LM_FILE_MAX_BYTES (a sparse file here; /dev/zero or a
+ * FIFO that never ends alike) is refused naming the limit, not read until
+ * memory runs out. */
+Test(bad_input, a_kernel_file_past_the_size_limit_exits_2_naming_the_limit) {
+  char dir[] = "/tmp/lanemap-big-XXXXXX", path[64];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/big.lk", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  cr_assert_eq(ftruncate(fileno(f), (off_t)LM_FILE_MAX_BYTES + 1), 0);
+  fclose(f);
+  Run r = RUN("check", path);
+  expect_refused(r, 2, "big.lk: more than 256 MiB, the most a file may hold", "a huge kernel");
+  run_free(&r);
+  unlink(path);
+  rmdir(dir);
+}
+
 /* ---- shapes -------------------------------------------------------------- */
 
 static const struct {

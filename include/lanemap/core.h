@@ -88,9 +88,19 @@ lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
  * re-entrant within a process.  lm_file_unlock(*lock) releases it. */
 lm_status lm_file_lock(const char *path, int *lock, lm_error *err);
 void lm_file_unlock(int lock);
-/* Read a whole file; *out is malloc'ed and NUL-terminated. */
+/* The most any input file may hold (kernel sources, plans hashed by
+ * dispatch, ...): far beyond real inputs, and refused as itself rather
+ * than read until memory runs out (`check /dev/zero`). */
+#define LM_FILE_MAX_BYTES ((size_t)256 << 20)
+/* Read a whole file, at most LM_FILE_MAX_BYTES; *out is malloc'ed and
+ * NUL-terminated.  A folder, or a longer input (also an endless one such
+ * as a device), is LM_EINPUT naming the limit. */
 lm_status lm_file_read(const char *path, lm_give char **out, size_t *n,
                        lm_error *err);
+/* The same with a limit of max bytes; `what` names the kind of file in
+ * the message ("... the most a JSON file may hold"). */
+lm_status lm_file_read_max(const char *path, size_t max, const char *what,
+                           lm_give char **out, size_t *n, lm_error *err);
 
 /* FNV-1a, 64 bits, continuing from h (start from LM_FNV1A_INIT): stable
  * across builds and platforms, which is all a cache key or a content hash
