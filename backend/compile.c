@@ -511,24 +511,6 @@ static int c_identifier(const char *s) {
   return 1;
 }
 
-/* The folder of path exists and can be written. */
-static lm_status folder_writable(const char *path, lm_error *err) {
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
-  if (!dir)
-    return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
-  struct stat st;
-  lm_status s = LM_OK;
-  if (stat(dir, &st) != 0)
-    s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
-  else if (!S_ISDIR(st.st_mode))
-    s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(ENOTDIR));
-  else if (access(dir, W_OK) != 0)
-    s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
-  free(dir);
-  return s;
-}
-
 /* The C header declaring `symbol`, with the args layout; malloc'ed. */
 static char *entry_header(const lm_kernel *k, const lm_variant *v, const char *symbol) {
   char vs[128], *text = NULL;
@@ -574,7 +556,7 @@ lm_status lm_emit_object(const lm_kernel *k, const lm_variant *v,
                         strlen(symbol) > 80 ? "..." : "");
   char *hdr = NULL;
   if (header_path) {
-    lm_status so_ok = folder_writable(obj_path, err);
+    lm_status so_ok = lm_file_check_writable(obj_path, err);
     if (so_ok != LM_OK)
       return so_ok;
     struct stat so, sh;
@@ -583,7 +565,7 @@ lm_status lm_emit_object(const lm_kernel *k, const lm_variant *v,
          so.st_ino == sh.st_ino))
       return lm_error_set(err, LM_EINPUT, "the object %s and the header %s are one file",
                           obj_path, header_path);
-    lm_status s = folder_writable(header_path, err);
+    lm_status s = lm_file_check_writable(header_path, err);
     if (s != LM_OK)
       return s;
     if (!(hdr = entry_header(k, v, symbol)))

@@ -82,23 +82,6 @@ void cli_print_profile(const lm_profile *p, double seconds) {
   cJSON_Delete(x);
 }
 
-/* The profile's directory must exist and be writable, and the path must not
- * be a directory: the same error lm_file_write_atomic would give later. */
-static lm_status cli_check_writable(const char *path, lm_error *err) {
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(EISDIR));
-  const char *slash = strrchr(path, '/');
-  char dir[1024] = ".";
-  if (slash && slash > path)
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  else if (slash)
-    snprintf(dir, sizeof dir, "/");
-  if (access(dir, W_OK) != 0)
-    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
-  return LM_OK;
-}
-
 int cmd_calibrate(int argc, char **argv) {
   lm_calib_opts o;
   lm_calib_defaults(&o);
@@ -139,7 +122,7 @@ int cmd_calibrate(int argc, char **argv) {
     }
     out = path;
   }
-  if (cli_check_writable(out, &err) != LM_OK) { /* before minutes of measuring */
+  if (lm_file_check_writable(out, &err) != LM_OK) { /* before minutes of measuring */
     fprintf(stderr, "lanemap calibrate: %s\n", err.msg);
     return err.status;
   }

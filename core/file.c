@@ -250,10 +250,33 @@ error:;
   return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(e));
 }
 
+/* The folder part of path ("." when it has none), malloc'ed. */
+static char *lm_file_folder(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+}
+
+lm_status lm_file_check_writable(const char *path, lm_error *err) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(EISDIR));
+  char *dir = lm_file_folder(path);
+  if (!dir)
+    return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+  lm_status s = LM_OK;
+  if (stat(dir, &st) != 0)
+    s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
+  else if (!S_ISDIR(st.st_mode))
+    s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(ENOTDIR));
+  else if (access(dir, W_OK) != 0)
+    s = lm_error_set(err, LM_ESYS, "%s: cannot write: %s", path, strerror(errno));
+  free(dir);
+  return s;
+}
+
 lm_status lm_file_lock(const char *path, int *out, lm_error *err) {
   *out = -1;
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+  char *dir = lm_file_folder(path);
   if (!dir)
     return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -21,17 +21,9 @@
 
 #include "lanemap/core.h"
 #include "support/run.h"
+#include "support/source.h"
 
 TestSuite(outputs, .init = run_tmp_make, .fini = run_tmp_remove);
-
-static char *path_of(const char *rel) {
-  static char buf[2][1024];
-  static int i;
-  const char *root = getenv("LANEMAP_SOURCE_DIR");
-  char *b = buf[i++ % 2];
-  snprintf(b, sizeof buf[0], "%s/%s", root ? root : LANEMAP_SOURCE_DIR, rel);
-  return b;
-}
 
 static int entries(const char *dir) {
   int n = 0;
@@ -133,7 +125,7 @@ Test(outputs, a_null_device_node_is_written_through_and_not_replaced) {
   if (!is_root())
     cr_skip_test("mknod needs root: not run as root (CI runs as root)");
   const char *node = make_node("null", 3);
-  run_result r = RUN("oracle", path_of("kernels/rmsnorm.lk"), "--shape", "2,8", "--out", node);
+  run_result r = RUN("oracle", source_path("kernels/rmsnorm.lk"), "--shape", "2,8", "--out", node);
   cr_expect_eq(r.code, 0, "%s", r.err);
   struct stat st;
   cr_assert_eq(lstat(node, &st), 0);
@@ -146,7 +138,7 @@ Test(outputs, a_full_device_fails_with_exit_3_and_stays_a_device) {
   if (!is_root())
     cr_skip_test("mknod needs root: not run as root (CI runs as root)");
   const char *node = make_node("full", 7);
-  run_result r = RUN("oracle", path_of("kernels/rmsnorm.lk"), "--shape", "2,8", "--out", node);
+  run_result r = RUN("oracle", source_path("kernels/rmsnorm.lk"), "--shape", "2,8", "--out", node);
   cr_expect_eq(r.code, 3, "%s", r.err);
   cr_expect(strstr(r.err, "No space left on device"), "%s", r.err);
   struct stat st;
@@ -170,7 +162,7 @@ Test(outputs, a_symlink_to_a_device_writes_through_it) {
 }
 
 Test(outputs, standard_output_as_a_path_prints) {
-  run_result r = RUN("oracle", path_of("kernels/rmsnorm.lk"), "--shape", "2,8", "--out",
+  run_result r = RUN("oracle", source_path("kernels/rmsnorm.lk"), "--shape", "2,8", "--out",
                      "/dev/stdout");
   cr_expect_eq(r.code, 0, "%s", r.err);
   cr_expect_geq(run_count_lines(r.out, "\"kernel\""), 1, "nothing printed: %s", r.out);
@@ -194,7 +186,7 @@ Test(outputs, concurrent_imports_into_one_file_keep_every_record) {
           int devnull = open("/dev/null", O_WRONLY);
           dup2(devnull, 1);
           execl(LANEMAP_CLI, LANEMAP_CLI, "records", "import",
-                path_of("tests/fixtures/records/hyperfine.json"), "-o", out, (char *)NULL);
+                source_path("tests/fixtures/records/hyperfine.json"), "-o", out, (char *)NULL);
           _exit(127);
         }
         int st;
@@ -220,7 +212,7 @@ Test(outputs, concurrent_imports_into_one_file_keep_every_record) {
 #define RMS_VARIANT "x86-64-v3/w8/l8/phase=reread/t1"
 
 Test(outputs, a_header_that_cannot_be_written_leaves_no_object) {
-  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+  run_result r = RUN("emit", source_path("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
                      "--object", run_tmp("a.o"), "--header", run_tmp("nodir/a.h"));
   cr_expect_eq(r.code, 3, "%s", r.err);
   cr_expect(strstr(r.err, "nodir/a.h: cannot write: No such file or directory"), "%s", r.err);
@@ -229,7 +221,7 @@ Test(outputs, a_header_that_cannot_be_written_leaves_no_object) {
 }
 
 Test(outputs, a_header_without_an_object_is_a_usage_error) {
-  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+  run_result r = RUN("emit", source_path("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
                      "--header", run_tmp("a.h"));
   cr_expect_eq(r.code, 2, "%s", r.err);
   cr_expect(strstr(r.err, "--header F.h needs --object F.o"), "%s", r.err);
@@ -238,7 +230,7 @@ Test(outputs, a_header_without_an_object_is_a_usage_error) {
 }
 
 Test(outputs, one_path_for_object_and_header_is_refused) {
-  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+  run_result r = RUN("emit", source_path("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
                      "--object", run_tmp("x"), "--header", run_tmp("x"));
   cr_expect_eq(r.code, 2, "%s", r.err);
   cr_expect(strstr(r.err, "are one file"), "%s", r.err);
@@ -247,7 +239,7 @@ Test(outputs, one_path_for_object_and_header_is_refused) {
 }
 
 Test(outputs, a_symbol_that_is_not_a_c_identifier_is_refused_before_writing) {
-  run_result r = RUN("emit", path_of("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
+  run_result r = RUN("emit", source_path("kernels/rmsnorm.lk"), "--variant", RMS_VARIANT,
                      "--object", run_tmp("a.o"), "--header", run_tmp("a.h"), "--symbol", "1 bad");
   cr_expect_eq(r.code, 2, "%s", r.err);
   cr_expect(strstr(r.err, "is not a C identifier"), "%s", r.err);
@@ -258,7 +250,7 @@ Test(outputs, a_symbol_that_is_not_a_c_identifier_is_refused_before_writing) {
 /* A header has no size limit: a 16,000-character kernel name and an
  * 8,000-character symbol give a complete header that compiles. */
 Test(outputs, long_names_give_a_complete_header) {
-  char *src = run_slurp(path_of("kernels/rmsnorm.lk"));
+  char *src = run_slurp(source_path("kernels/rmsnorm.lk"));
   char *at = strstr(src, "kernel rmsnorm");
   cr_assert_not_null(at);
   size_t pre = (size_t)(at - src) + 7, post = strlen(at + 14);
@@ -287,7 +279,7 @@ Test(outputs, long_names_give_a_complete_header) {
 }
 
 Test(outputs, a_failed_ahead_of_time_compile_leaves_no_folder) {
-  run_result r = RUN("solve", path_of("solver/examples/tiny.json"), "--default-profile", "-o",
+  run_result r = RUN("solve", source_path("solver/examples/tiny.json"), "--default-profile", "-o",
                      run_tmp("plan.json"));
   cr_assert_eq(r.code, 0, "%s", r.err);
   run_free(&r);

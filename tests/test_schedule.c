@@ -21,15 +21,7 @@
 #include "costmodel/counts.h"
 #include "lanemap/cases.h"
 #include "lanemap/ir.h"
-
-static char *path_of(const char *rel) {
-  static char buf[4][1024];
-  static int i;
-  const char *root = getenv("LANEMAP_SOURCE_DIR");
-  char *b = buf[i++ % 4];
-  snprintf(b, sizeof buf[0], "%s/%s", root ? root : LANEMAP_SOURCE_DIR, rel);
-  return b;
-}
+#include "support/source.h"
 
 static const char *kernels[] = {
     "kernels/gelu_residual.lk",          "kernels/layernorm.lk",
@@ -142,7 +134,7 @@ Test(schedule, every_per_step_count_of_the_model_equals_the_lowerings_emitted_si
   for (size_t ki = 0; ki < NKERNELS; ki++) {
     lm_kernel *k = NULL;
     lm_error err = {0};
-    cr_assert_eq(lm_kernel_load(path_of(kernels[ki]), &k, &err), LM_OK, "%s", err.msg);
+    cr_assert_eq(lm_kernel_load(source_path(kernels[ki]), &k, &err), LM_OK, "%s", err.msg);
     for (size_t ii = 0; ii < sizeof isas / sizeof *isas; ii++) {
       int nv;
       lm_variant *vs = variants_of(k, isas[ii], &nv);
@@ -190,7 +182,7 @@ typedef struct Shape {
 static int add_cases(const char *list, Shape *out, int n, int max) {
   lm_cases cs;
   lm_error err = {0};
-  cr_assert_eq(lm_cases_load(path_of(list), &cs, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_cases_load(source_path(list), &cs, &err), LM_OK, "%s", err.msg);
   for (int i = 0; i < cs.n && n < max; i++) {
     if (cs.c[i].extra)
       continue; /* shapes with extra symbols are covered by the edges */
@@ -218,7 +210,7 @@ Test(schedule, step_counts_at_a_shape_equal_the_steps_the_emitted_loops_run) {
   for (size_t ki = 0; ki < NKERNELS; ki++) {
     lm_kernel *k = NULL;
     lm_error err = {0};
-    cr_assert_eq(lm_kernel_load(path_of(kernels[ki]), &k, &err), LM_OK, "%s", err.msg);
+    cr_assert_eq(lm_kernel_load(source_path(kernels[ki]), &k, &err), LM_OK, "%s", err.msg);
     if (k->rowlen_param >= 0) { /* ragged rows: the model prices mean lengths */
       lm_kernel_free(k);
       continue;
@@ -238,12 +230,12 @@ Test(schedule, step_counts_at_a_shape_equal_the_steps_the_emitted_loops_run) {
         cr_assert_eq(lm_schedule_build(k, &vs[vi], &s, &err), LM_OK, "%s", err.msg);
         char name[128];
         lm_variant_format(&vs[vi], name, sizeof name);
+        lm_cost_counts cc;
+        cr_assert_eq(lm_cost_counts_build(k, &vs[vi], &cc, &err), LM_OK, "%s", err.msg);
         for (int si = 0; si < nm; si++) {
           lm_shape sh;
           if (lm_shape_bind(k, mine[si].R, mine[si].C, NULL, &sh, &err) != LM_OK)
             continue; /* e.g. rope needs an even C */
-          lm_cost_counts cc;
-          cr_assert_eq(lm_cost_counts_build(k, &vs[vi], &cc, &err), LM_OK, "%s", err.msg);
           lm_sched_steps st;
           lm_cost_counts_steps(&cc, &sh, NULL, &st);
           double ran[3];

@@ -81,6 +81,12 @@ lm_give char *lm_strdup(const char *s);
  * LM_ESYS error instead of killing the process. */
 lm_status lm_file_write_atomic(const char *path, const void *data, size_t n,
                                lm_error *err);
+/* Whether path can be written, checked before work whose result would be
+ * lost otherwise (minutes of calibration, an object whose header cannot
+ * be written): the same LM_ESYS error lm_file_write_atomic would give for
+ * a folder as the path, or a folder that is missing, not a folder, or
+ * read-only. */
+lm_status lm_file_check_writable(const char *path, lm_error *err);
 /* A read-modify-write of path (read it, add to it, write it atomically)
  * holds this lock from the read to the write, so that two processes
  * updating one file do not lose each other's data: an exclusive flock on
