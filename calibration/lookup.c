@@ -99,10 +99,21 @@ lm_status lm_profile_lookup(const lm_profile_lookup_opts *o, lm_profile **out,
     lm_calib_opts co = o->calib;
     co.isa = o->isa;
     co.quick = o->mode != LM_PROFILE_FULL;
-    /* the cache entry of the mode calibrated */
+    /* the cache entry of the mode calibrated, locked from the look to the
+     * write: a second process that wants it waits, then loads what the
+     * first one calibrated instead of measuring beside it */
+    int lock = -1;
     st = lm_profile_cache_path(lm_isa_name(o->isa),
                                co.quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL,
                                f->path, sizeof f->path, err);
+    if (st == LM_OK)
+      st = lm_file_lock(f->path, &lock, err);
+    if (st == LM_OK && access(f->path, R_OK) == 0) {
+      f->source = LM_PROFILE_SOURCE_CACHE;
+      st = load(o, out, f, err);
+      lm_file_unlock(lock);
+      return st;
+    }
     double t0 = lm_now_ns();
     if (st == LM_OK)
       st = lm_calibrate(&co, out, err);
@@ -110,6 +121,7 @@ lm_status lm_profile_lookup(const lm_profile_lookup_opts *o, lm_profile **out,
     f->source = LM_PROFILE_SOURCE_CALIBRATED;
     if (st == LM_OK)
       st = lm_profile_save(*out, f->path, err);
+    lm_file_unlock(lock);
     if (st != LM_OK) {
       lm_profile_free(*out);
       *out = NULL;

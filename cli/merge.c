@@ -198,6 +198,20 @@ int cmd_merge(int argc, char **argv) {
   int *file_of = NULL; /* [all.n] the input each record came from */
   char *source = NULL; /* [all.n] 1: the file its case is taken from */
   int cap = 0, truncated = 0, duplicates = 0, others = 0, rc = LM_OK;
+  /* OUT's records are rewritten whole: when OUT exists (and may be one of
+   * the inputs), hold its lock from the first read to the write; each
+   * other input is locked while it is read, so a shard still being
+   * written is read between its appends. */
+  char out[4096];
+  snprintf(out, sizeof out, "%s/records.jsonl", out_dir);
+  int out_lock = -1;
+  struct stat osb;
+  if (stat(out_dir, &osb) == 0 && S_ISDIR(osb.st_mode) &&
+      lm_file_lock(out, &out_lock, &err) != LM_OK) {
+    fprintf(stderr, "lanemap merge: %s\n", err.msg);
+    return LM_ESYS;
+  }
+  char *out_real = realpath(out, NULL);
   for (int f = 0; f < ninputs; f++) {
     const char *in = argv[1 + f];
     char path[4096];
@@ -207,7 +221,13 @@ int cmd_merge(int argc, char **argv) {
     else
       snprintf(path, sizeof path, "%s", in);
     lm_records rs;
-    lm_status st = lm_records_read(path, &rs, &err);
+    char *in_real = realpath(path, NULL);
+    int in_lock = -1, own = out_real && in_real && strcmp(in_real, out_real) == 0;
+    free(in_real);
+    lm_status st = own ? LM_OK : lm_file_lock(path, &in_lock, &err);
+    if (st == LM_OK)
+      st = lm_records_read(path, &rs, &err);
+    lm_file_unlock(in_lock);
     if (st != LM_OK) {
       fprintf(stderr, "lanemap merge: %s\n", err.msg);
       rc = st;
@@ -303,8 +323,11 @@ int cmd_merge(int argc, char **argv) {
     rc = LM_ESYS;
     goto done;
   }
-  char out[4096];
-  snprintf(out, sizeof out, "%s/records.jsonl", out_dir);
+  if (out_lock < 0 && (st = lm_file_lock(out, &out_lock, &err)) != LM_OK) {
+    fprintf(stderr, "lanemap merge: %s\n", err.msg);
+    rc = st;
+    goto done;
+  }
   if ((st = lm_records_write(out, &all, &err)) != LM_OK) {
     fprintf(stderr, "lanemap merge: %s\n", err.msg);
     rc = st;
@@ -318,6 +341,8 @@ int cmd_merge(int argc, char **argv) {
          duplicates, duplicates == 1 ? "" : "s", others, others == 1 ? "" : "s",
          truncated, truncated == 1 ? "" : "s");
 done:
+  lm_file_unlock(out_lock);
+  free(out_real);
   for (size_t j = 0; ks.slot && j <= ks.mask; j++)
     free(ks.slot[j]);
   free(ks.slot);

@@ -274,19 +274,72 @@ lm_status lm_file_check_writable(const char *path, lm_error *err) {
   return s;
 }
 
+/* path with its symlinks followed (malloc'ed): the canonical path when the
+ * file exists, else the path the last link names, or path itself. */
+static char *resolve_links(const char *path) {
+  char *real = realpath(path, NULL);
+  if (real)
+    return real;
+  char *cur = strdup(path);
+  for (int hop = 0; cur && hop < 40; hop++) { /* ELOOP's bound */
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      break;
+    char *to = malloc((size_t)st.st_size + 2);
+    ssize_t n = to ? readlink(cur, to, (size_t)st.st_size + 1) : -1;
+    if (n < 0 || n > st.st_size) {
+      free(to);
+      break;
+    }
+    to[n] = 0;
+    char *next = to;
+    if (to[0] != '/') { /* relative to the link's folder */
+      char *dir = lm_file_folder(cur);
+      next = dir ? malloc(strlen(dir) + (size_t)n + 2) : NULL;
+      if (next)
+        sprintf(next, "%s/%s", dir, to);
+      free(dir);
+      free(to);
+    }
+    free(cur);
+    cur = next;
+  }
+  return cur;
+}
+
 lm_status lm_file_lock(const char *path, int *out, lm_error *err) {
   *out = -1;
-  char *dir = lm_file_folder(path);
-  if (!dir)
+  /* Two names of one file (a symlink and its target) must take one lock:
+   * lock beside the file the path resolves to, even when it does not exist
+   * yet (a dangling symlink to the output). */
+  char *real = resolve_links(path);
+  if (!real)
     return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const char *target = real;
+  struct stat st;
+  if (stat(target, &st) == 0 && !S_ISREG(st.st_mode)) {
+    free(real); /* a device, FIFO or socket is written through, not merged */
+    return LM_OK;
+  }
+  size_t n = strlen(target);
+  char *side = malloc(n + sizeof ".lock");
+  if (!side) {
+    free(real);
+    return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+  }
+  memcpy(side, target, n);
+  memcpy(side + n, ".lock", sizeof ".lock");
+  free(real);
+  /* O_RDWR, not O_RDONLY: on NFS flock becomes a POSIX record lock, and an
+   * exclusive one needs a descriptor open for writing. */
+  int fd = open(side, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) {
-    lm_status s = lm_error_set(err, LM_ESYS, "%s: cannot lock its folder %s: %s", path, dir,
-                               strerror(errno));
-    free(dir);
+    lm_status s = lm_error_set(err, LM_ESYS, "%s: cannot open its lock file %s: %s", path,
+                               side, strerror(errno));
+    free(side);
     return s;
   }
-  free(dir);
+  free(side);
   int r;
   do
     r = flock(fd, LOCK_EX);
@@ -294,7 +347,7 @@ lm_status lm_file_lock(const char *path, int *out, lm_error *err) {
   if (r != 0) {
     int e = errno;
     close(fd);
-    return lm_error_set(err, LM_ESYS, "%s: cannot lock its folder: %s", path, strerror(e));
+    return lm_error_set(err, LM_ESYS, "%s: cannot lock: %s", path, strerror(e));
   }
   *out = fd;
   return LM_OK;

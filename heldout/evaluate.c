@@ -62,6 +62,7 @@ typedef struct Target {
   lm_dispatch *dispatch;
   unsigned char *done; /* [ncases] measured by an earlier run */
   int ndone;
+  int lock; /* held on records from the resume to the last append */
 } Target;
 
 static void note(const Eval *e, int warning, const char *fmt, ...)
@@ -198,6 +199,8 @@ static lm_status open_target(const Eval *e, int i, Target *t, lm_error *err) {
   snprintf(t->dir, sizeof t->dir, "%s/%s", e->o->out, lm_isa_name(e->isa[i]));
   snprintf(t->records, sizeof t->records, "%s/records.jsonl", t->dir);
   lm_status st = make_dir(t->dir, err);
+  if (st == LM_OK) /* a second run into OUT waits, then resumes from it */
+    st = lm_file_lock(t->records, &t->lock, err);
   if (st != LM_OK)
     return st;
   if (e->o->fresh && unlink(t->records) != 0 && errno != ENOENT)
@@ -502,6 +505,7 @@ static void close_target(Target *t) {
   free(t->first);
   free(t->done);
   lm_profile_free(t->defaults);
+  lm_file_unlock(t->lock);
 }
 
 /* ---- the pipeline of one target --------------------------------------- */
@@ -509,7 +513,7 @@ static void close_target(Target *t) {
 /* clang-format off */
 static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
   double t0 = lm_now_ns();
-  Target t = {.r = &e->res->target[i]};
+  Target t = {.r = &e->res->target[i], .lock = -1};
   lm_status st = open_target(e, i, &t, err);               /* OUT/ISA        */
   if (st == LM_OK) st = load_kernels(e, &t, err);          /* variants       */
   if (st == LM_OK) st = predict(e, &t, err);               /* predict        */

@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -205,6 +206,40 @@ Test(outputs, concurrent_imports_into_one_file_keep_every_record) {
   cr_expect_eq(run_count_lines(text, "\"kernel\""), PROCS * ROUNDS * PER_IMPORT,
                "records were lost");
   free(text);
+}
+
+/* The lock is a sidecar beside the file a path resolves to (the write's
+ * rename replaces the file itself): an import waits while another process
+ * holds it, whether it names the file or a symlink to it. */
+Test(outputs, an_import_waits_for_the_sidecar_lock_of_its_output) {
+  const char *out = run_tmp("r.jsonl"), *link = run_tmp("link.jsonl");
+  cr_assert_eq(symlink(out, link), 0);
+  char side[4200];
+  snprintf(side, sizeof side, "%s.lock", out);
+  int fd = open(side, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(flock(fd, LOCK_EX), 0);
+  pid_t c = fork();
+  cr_assert_geq(c, 0);
+  if (c == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    execl(LANEMAP_CLI, LANEMAP_CLI, "records", "import",
+          source_path("tests/fixtures/records/hyperfine.json"), "-o", link, (char *)NULL);
+    _exit(127);
+  }
+  usleep(300 * 1000);
+  int st;
+  cr_expect_eq(waitpid(c, &st, WNOHANG), 0, "the import did not wait for the lock");
+  cr_expect_not(run_exists(out), "written while the lock was held");
+  close(fd);
+  cr_assert_eq(waitpid(c, &st, 0), c);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the import failed");
+  char *text = run_slurp(out);
+  cr_expect_eq(run_count_lines(text, "\"kernel\""), 2);
+  free(text);
+  struct stat lsb;
+  cr_expect(lstat(link, &lsb) == 0 && S_ISLNK(lsb.st_mode), "the symlink was replaced");
 }
 
 /* ---- object files and headers: all or nothing ---------------------------- */

@@ -24,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "lanemap/calibrate.h"
 #include "lanemap/profile.h"
 #include "lanemap/costmodel.h"
 
@@ -803,5 +805,49 @@ Test(profile, cache_path_rejects_an_isa_that_is_not_a_plain_name) {
   cr_expect_eq(
       lm_profile_cache_path("x86-64-v4", LM_PROFILE_FULL, got, 8, &err),
       LM_EINPUT, "a buffer too small");
+  rm_tree(tmp);
+}
+
+/* A process that finds no cached profile calibrates and caches one while
+ * holding the cache entry's lock; a second process that wants the same
+ * entry waits for the lock, then loads what the first one wrote instead
+ * of calibrating beside it. */
+Test(profile, a_lookup_waits_for_a_calibration_in_progress_and_loads_its_result) {
+  char tmp[64], path[512];
+  make_tmpdir(tmp);
+  setenv("LANEMAP_CACHE_DIR", tmp, 1);
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_cache_path(lm_isa_name(LM_ISA_SSE42), LM_PROFILE_QUICK, path,
+                                     sizeof path, &err),
+               LM_OK, "%s", err.msg);
+  int lock = -1;
+  cr_assert_eq(lm_file_lock(path, &lock, &err), LM_OK, "%s", err.msg);
+  pid_t c = fork();
+  cr_assert_geq(c, 0);
+  if (c == 0) { /* the second process: source 1 when it loaded the cache */
+    close(lock); /* the lock belongs to the first process */
+    lm_profile_lookup_opts o;
+    lm_profile_lookup_defaults(&o);
+    o.isa = LM_ISA_SSE42;
+    o.mode = LM_PROFILE_QUICK;
+    o.missing = LM_PROFILE_MISSING_CALIBRATE;
+    lm_profile *p = NULL;
+    lm_profile_found f;
+    lm_error e = {0};
+    lm_status st = lm_profile_lookup(&o, &p, &f, &e);
+    lm_profile_free(p);
+    _exit(st != LM_OK ? 2 : f.source == LM_PROFILE_SOURCE_CACHE ? 1 : 0);
+  }
+  usleep(300 * 1000);
+  int status;
+  cr_expect_eq(waitpid(c, &status, WNOHANG), 0, "the lookup did not wait for the lock");
+  lm_profile *p = NULL;
+  cr_assert_eq(lm_profile_default(LM_ISA_SSE42, &p, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_profile_save(p, path, &err), LM_OK, "%s", err.msg);
+  lm_profile_free(p);
+  lm_file_unlock(lock);
+  cr_assert_eq(waitpid(c, &status, 0), c);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+            "the waiting lookup calibrated again (status %d)", status);
   rm_tree(tmp);
 }

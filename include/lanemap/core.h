@@ -90,7 +90,10 @@ lm_status lm_file_check_writable(const char *path, lm_error *err);
 /* A read-modify-write of path (read it, add to it, write it atomically)
  * holds this lock from the read to the write, so that two processes
  * updating one file do not lose each other's data: an exclusive flock on
- * path's folder (nothing is left behind).  Blocks until it is free; not
+ * the sidecar file PATH.lock beside the file path resolves to (the write's
+ * rename replaces PATH's inode, so PATH itself cannot carry the lock).  The
+ * sidecar stays behind, empty.  A path that names a device, FIFO or socket
+ * takes no lock (*lock is -1).  Blocks until the lock is free; not
  * re-entrant within a process.  lm_file_unlock(*lock) releases it. */
 lm_status lm_file_lock(const char *path, int *lock, lm_error *err);
 void lm_file_unlock(int lock);
