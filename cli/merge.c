@@ -75,17 +75,23 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
   const char **name = NULL;
   int *count = NULL; /* [ncases * nfiles] */
   int *idx = malloc(sizeof *idx * (size_t)(all->n ? all->n : 1));
-  if (!idx)
+  lm_strset *names = lm_strset_new(); /* case -> k */
+  if (!idx || !names) {
+    free(idx);
+    lm_strset_free(names);
     return -1;
+  }
   for (int i = 0; i < all->n && rc == 0; i++) {
     const char *c = case_of(&all->r[i]);
     idx[i] = -1;
     if (!c)
       continue;
-    int k = ncases - 1; /* records of a case are usually together */
-    if (k < 0 || strcmp(name[k], c) != 0)
-      for (k = 0; k < ncases && strcmp(name[k], c) != 0; k++)
-        ;
+    int64_t found;
+    if (lm_strset_add_str(names, c, ncases, &found) != LM_OK) {
+      rc = -1;
+      break;
+    }
+    int k = found >= 0 ? (int)found : ncases;
     if (k == ncases) {
       if (ncases == cap) {
         int nc = cap ? 2 * cap : 64;
@@ -122,6 +128,7 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
   free(idx);
   free(name);
   free(count);
+  lm_strset_free(names);
   return rc;
 }
 

@@ -94,6 +94,16 @@ static int valid_extra(const char *s) {
   return 1;
 }
 
+/* The array a of n elements with room for one more.  Its capacity is the
+ * power of two at or above n, so it grows by doubling (growing by one
+ * element made a file of n entries cost n^2 copies) with no field to keep
+ * it in. */
+static void *room(void *a, int n, size_t size) {
+  if (n > 0 && (n & (n - 1)) != 0)
+    return a;
+  return realloc(a, size * (n ? 2 * (size_t)n : 1));
+}
+
 lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
                                  const char *extra, int *index, lm_error *err) {
   if (!path || !path[0])
@@ -104,8 +114,7 @@ lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
     return lm_error_set(
         err, LM_EINPUT,
         "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
-  lm_workload_kernel *ks =
-      realloc(w->kernels, sizeof *ks * (size_t)(w->nkernels + 1));
+  lm_workload_kernel *ks = room(w->kernels, w->nkernels, sizeof *ks);
   if (!ks)
     return lm_error_set(err, LM_ESYS, "workload: out of memory");
   w->kernels = ks;
@@ -161,8 +170,7 @@ lm_status lm_workload_add_bucket(lm_workload *w, int ki, int64_t R, int64_t C,
       return lm_error_set(err, LM_EINPUT,
                           "shape (R=%lld, C=%lld) repeats bucket %d",
                           (long long)R, (long long)C, b);
-  lm_workload_bucket *bs =
-      realloc(k->buckets, sizeof *bs * (size_t)(k->nbuckets + 1));
+  lm_workload_bucket *bs = room(k->buckets, k->nbuckets, sizeof *bs);
   if (!bs)
     return lm_error_set(err, LM_ESYS, "workload: out of memory");
   k->buckets = bs;
