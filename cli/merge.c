@@ -11,6 +11,7 @@
  * records of cases still incomplete are kept, so a later run can resume
  * them, and counted.  Report and plots are rebuilt from the merged records
  * by `evaluate`, which recomputes the policies' choices. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,19 +159,22 @@ static int make_dir(const char *dir) {
   struct stat sb;
   if (stat(dir, &sb) == 0)
     return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
-  char parent[4096];
-  snprintf(parent, sizeof parent, "%s", dir);
+  char *parent = strdup(dir); /* whole: a cut path is another folder */
+  if (!parent)
+    return ENOMEM;
   char *slash = strrchr(parent, '/');
   while (slash && slash > parent && slash[1] == 0) { /* trailing slashes */
     *slash = 0;
     slash = strrchr(parent, '/');
   }
+  int e = 0;
   if (slash && slash > parent) {
     *slash = 0;
-    int e = make_dir(parent);
-    if (e)
-      return e;
+    e = make_dir(parent);
   }
+  free(parent);
+  if (e)
+    return e;
   return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : errno;
 }
 
@@ -204,19 +208,24 @@ int cmd_merge(int argc, char **argv) {
   key_set ks = {0};
   int *file_of = NULL; /* [all.n] the input each record came from */
   char *source = NULL; /* [all.n] 1: the file its case is taken from */
+  char *out = NULL;    /* OUT/records.jsonl */
   int cap = 0, truncated = 0, duplicates = 0, others = 0, rc = LM_OK;
   for (int f = 0; f < ninputs; f++) {
     const char *in = argv[1 + f];
-    char path[4096];
+    char *path = NULL;
     struct stat sb;
-    if (stat(in, &sb) == 0 && S_ISDIR(sb.st_mode))
-      snprintf(path, sizeof path, "%s/records.jsonl", in);
-    else
-      snprintf(path, sizeof path, "%s", in);
+    int isdir = stat(in, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if ((isdir ? asprintf(&path, "%s/records.jsonl", in)
+               : asprintf(&path, "%s", in)) < 0) {
+      fprintf(stderr, "lanemap merge: out of memory\n");
+      rc = LM_ESYS;
+      goto done;
+    }
     lm_records rs;
     lm_status st = lm_records_read(path, &rs, &err);
     if (st != LM_OK) {
       fprintf(stderr, "lanemap merge: %s\n", err.msg);
+      free(path);
       rc = st;
       goto done;
     }
@@ -225,6 +234,7 @@ int cmd_merge(int argc, char **argv) {
               "lanemap merge: %s: skipped an unterminated last line "
               "(an interrupted append)\n",
               path);
+    free(path);
     truncated += rs.truncated;
     if (all.n + rs.n > cap) {
       int nc = cap ? cap : 256;
@@ -310,8 +320,12 @@ int cmd_merge(int argc, char **argv) {
     rc = LM_ESYS;
     goto done;
   }
-  char out[4096];
-  snprintf(out, sizeof out, "%s/records.jsonl", out_dir);
+  if (asprintf(&out, "%s/records.jsonl", out_dir) < 0) {
+    out = NULL;
+    fprintf(stderr, "lanemap merge: out of memory\n");
+    rc = LM_ESYS;
+    goto done;
+  }
   if ((st = lm_records_write(out, &all, &err)) != LM_OK) {
     fprintf(stderr, "lanemap merge: %s\n", err.msg);
     rc = st;
@@ -325,6 +339,7 @@ int cmd_merge(int argc, char **argv) {
          duplicates, duplicates == 1 ? "" : "s", others, others == 1 ? "" : "s",
          truncated, truncated == 1 ? "" : "s");
 done:
+  free(out);
   for (size_t j = 0; ks.slot && j <= ks.mask; j++)
     free(ks.slot[j]);
   free(ks.slot);

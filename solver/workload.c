@@ -583,15 +583,14 @@ lm_status lm_workload_load(const char *path, lm_workload **out, lm_error *err) {
   lm_status s = lm_json_read_file(path, &text, &n, err);
   if (s != LM_OK)
     return s;
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *(slash == dir ? slash + 1 : slash) = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  /* the folder, whole: kernels are found relative to it */
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path))
+                    : strdup(".");
   lm_workload *w = NULL;
-  s = lm_workload_from_json_text(path, dir, text, n, &w, err);
+  s = dir ? lm_workload_from_json_text(path, dir, text, n, &w, err)
+          : lm_error_set(err, LM_ESYS, "workload: out of memory");
+  free(dir);
   free(text);
   if (s == LM_OK && (s = lm_workload_bind(w, err)) != LM_OK) {
     lm_workload_free(w);
