@@ -536,10 +536,10 @@ static lm_status records_text(const char *path, const lm_records *rs,
     char *line = NULL;
     size_t n = 0;
     if ((st = record_line(&rs->r[i], &line, &n, err)) != LM_OK) {
-      /* name the record that could not be written */
-      char msg[sizeof err->msg];
-      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
-      lm_error_set(err, st, "%s: record %d: %s", path, i, msg);
+      /* name the record that could not be written (lm_error_set may
+       * quote the message it replaces) */
+      if (err)
+        lm_error_set(err, st, "%s: record %d: %s", path, i, err->msg);
       goto done;
     }
     if (len + n + 1 > cap) {
