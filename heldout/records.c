@@ -396,6 +396,8 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
       }
     }
   }
+  lm_strset_free(ids);
+  lm_strset_free(pairs);
   for (int k = 0; k < ng; k++)
     free(g[k].rec);
   free(g);
