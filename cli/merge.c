@@ -11,6 +11,7 @@
  * records of cases still incomplete are kept, so a later run can resume
  * them, and counted.  Report and plots are rebuilt from the merged records
  * by `evaluate`, which recomputes the policies' choices. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,17 +76,23 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
   const char **name = NULL;
   int *count = NULL; /* [ncases * nfiles] */
   int *idx = malloc(sizeof *idx * (size_t)(all->n ? all->n : 1));
-  if (!idx)
+  lm_strset *names = lm_strset_new(); /* case -> k */
+  if (!idx || !names) {
+    free(idx);
+    lm_strset_free(names);
     return -1;
+  }
   for (int i = 0; i < all->n && rc == 0; i++) {
     const char *c = case_of(&all->r[i]);
     idx[i] = -1;
     if (!c)
       continue;
-    int k = ncases - 1; /* records of a case are usually together */
-    if (k < 0 || strcmp(name[k], c) != 0)
-      for (k = 0; k < ncases && strcmp(name[k], c) != 0; k++)
-        ;
+    int64_t found;
+    if (lm_strset_add_str(names, c, ncases, &found) != LM_OK) {
+      rc = -1;
+      break;
+    }
+    int k = found >= 0 ? (int)found : ncases;
     if (k == ncases) {
       if (ncases == cap) {
         int nc = cap ? 2 * cap : 64;
@@ -122,6 +129,7 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
   free(idx);
   free(name);
   free(count);
+  lm_strset_free(names);
   return rc;
 }
 
@@ -151,19 +159,22 @@ static int make_dir(const char *dir) {
   struct stat sb;
   if (stat(dir, &sb) == 0)
     return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
-  char parent[4096];
-  snprintf(parent, sizeof parent, "%s", dir);
+  char *parent = strdup(dir); /* whole: a cut path is another folder */
+  if (!parent)
+    return ENOMEM;
   char *slash = strrchr(parent, '/');
   while (slash && slash > parent && slash[1] == 0) { /* trailing slashes */
     *slash = 0;
     slash = strrchr(parent, '/');
   }
+  int e = 0;
   if (slash && slash > parent) {
     *slash = 0;
-    int e = make_dir(parent);
-    if (e)
-      return e;
+    e = make_dir(parent);
   }
+  free(parent);
+  if (e)
+    return e;
   return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : errno;
 }
 
@@ -197,29 +208,36 @@ int cmd_merge(int argc, char **argv) {
   key_set ks = {0};
   int *file_of = NULL; /* [all.n] the input each record came from */
   char *source = NULL; /* [all.n] 1: the file its case is taken from */
+  char *out = NULL;    /* OUT/records.jsonl */
   int cap = 0, truncated = 0, duplicates = 0, others = 0, rc = LM_OK;
   /* OUT's records are rewritten whole: when OUT exists (and may be one of
    * the inputs), hold its lock from the first read to the write; each
    * other input is locked while it is read, so a shard still being
    * written is read between its appends. */
-  char out[4096];
-  snprintf(out, sizeof out, "%s/records.jsonl", out_dir);
+  if (asprintf(&out, "%s/records.jsonl", out_dir) < 0) {
+    fprintf(stderr, "lanemap merge: out of memory\n");
+    return LM_ESYS;
+  }
   int out_lock = -1;
   struct stat osb;
   if (stat(out_dir, &osb) == 0 && S_ISDIR(osb.st_mode) &&
       lm_file_lock(out, &out_lock, &err) != LM_OK) {
     fprintf(stderr, "lanemap merge: %s\n", err.msg);
+    free(out);
     return LM_ESYS;
   }
   char *out_real = realpath(out, NULL);
   for (int f = 0; f < ninputs; f++) {
     const char *in = argv[1 + f];
-    char path[4096];
+    char *path = NULL;
     struct stat sb;
-    if (stat(in, &sb) == 0 && S_ISDIR(sb.st_mode))
-      snprintf(path, sizeof path, "%s/records.jsonl", in);
-    else
-      snprintf(path, sizeof path, "%s", in);
+    int isdir = stat(in, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if ((isdir ? asprintf(&path, "%s/records.jsonl", in)
+               : asprintf(&path, "%s", in)) < 0) {
+      fprintf(stderr, "lanemap merge: out of memory\n");
+      rc = LM_ESYS;
+      goto done;
+    }
     lm_records rs;
     char *in_real = realpath(path, NULL);
     int in_lock = -1, own = out_real && in_real && strcmp(in_real, out_real) == 0;
@@ -230,6 +248,7 @@ int cmd_merge(int argc, char **argv) {
     lm_file_unlock(in_lock);
     if (st != LM_OK) {
       fprintf(stderr, "lanemap merge: %s\n", err.msg);
+      free(path);
       rc = st;
       goto done;
     }
@@ -238,6 +257,7 @@ int cmd_merge(int argc, char **argv) {
               "lanemap merge: %s: skipped an unterminated last line "
               "(an interrupted append)\n",
               path);
+    free(path);
     truncated += rs.truncated;
     if (all.n + rs.n > cap) {
       int nc = cap ? cap : 256;
@@ -343,6 +363,7 @@ int cmd_merge(int argc, char **argv) {
 done:
   lm_file_unlock(out_lock);
   free(out_real);
+  free(out);
   for (size_t j = 0; ks.slot && j <= ks.mask; j++)
     free(ks.slot[j]);
   free(ks.slot);

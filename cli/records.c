@@ -37,6 +37,7 @@
  * best keeps, per (kernel hash, shape), the record with the least median
  * among those not failing verification (lm_records_best), in the order of
  * first appearance, and writes OUT atomically. */
+#define _GNU_SOURCE
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -68,13 +69,13 @@ static const char usage[] =
     "exit codes: 0 ok, 2 bad input or an entry that cannot be mapped,\n"
     "  3 cannot write\n";
 
-#define MAX_KERNELS 64
-
-/* Kernels loaded so far, by the path they were named with. */
+/* Kernels loaded so far, by the path they were named with.  Nothing
+ * parsed here has a limit of its own: lists grow, and strings are as long
+ * as the input's. */
 typedef struct kernel_cache {
-  char *path[MAX_KERNELS];
-  lm_kernel *k[MAX_KERNELS];
-  int n;
+  char **path;
+  lm_kernel **k;
+  int n, cap;
 } kernel_cache;
 
 typedef struct import_opts {
@@ -89,7 +90,9 @@ static void cache_free(kernel_cache *kc) {
     free(kc->path[i]);
     lm_kernel_free(kc->k[i]);
   }
-  kc->n = 0;
+  free(kc->path);
+  free(kc->k);
+  memset(kc, 0, sizeof *kc);
 }
 
 /* The kernel at path, loaded once; NULL with err set on failure. */
@@ -98,36 +101,44 @@ static const lm_kernel *cache_get(kernel_cache *kc, const char *path,
   for (int i = 0; i < kc->n; i++)
     if (strcmp(kc->path[i], path) == 0)
       return kc->k[i];
-  if (kc->n == MAX_KERNELS) {
-    lm_error_set(err, LM_EINPUT, "more than %d distinct kernels", MAX_KERNELS);
-    return NULL;
+  if (kc->n == kc->cap) {
+    int c = kc->cap ? 2 * kc->cap : 8;
+    char **p = realloc(kc->path, sizeof *p * (size_t)c);
+    if (p)
+      kc->path = p;
+    lm_kernel **ks = p ? realloc(kc->k, sizeof *ks * (size_t)c) : NULL;
+    if (!ks) {
+      lm_error_set(err, LM_ESYS, "out of memory");
+      return NULL;
+    }
+    kc->k = ks;
+    kc->cap = c;
   }
   lm_kernel *k = NULL;
   if (lm_kernel_load(path, &k, err) != LM_OK)
     return NULL;
-  kc->path[kc->n] = strdup(path);
+  if (!(kc->path[kc->n] = strdup(path))) {
+    lm_kernel_free(k);
+    lm_error_set(err, LM_ESYS, "out of memory");
+    return NULL;
+  }
   kc->k[kc->n++] = k;
   return k;
 }
 
 /* The file a command or task names, tried as given, then relative to the
- * folder of the file that names it.  buf holds the result. */
-static const char *resolve(const char *name, const char *from, char *buf,
-                           size_t n) {
+ * folder of the file that names it: malloc'ed, NULL when out of memory. */
+static char *resolve(const char *name, const char *from) {
   FILE *f = fopen(name, "r");
-  if (f || name[0] == '/') {
+  const char *slash = strrchr(from, '/');
+  if (f || name[0] == '/' || !slash) {
     if (f)
       fclose(f);
-    snprintf(buf, n, "%s", name);
-    return buf;
+    return strdup(name);
   }
-  const char *slash = strrchr(from, '/');
-  if (!slash) {
-    snprintf(buf, n, "%s", name);
-    return buf;
-  }
-  snprintf(buf, n, "%.*s/%s", (int)(slash - from), from, name);
-  return buf;
+  char *p = NULL;
+  return asprintf(&p, "%.*s/%s", (int)(slash - from), from, name) < 0 ? NULL
+                                                                      : p;
 }
 
 /* Fill r's kernel, hash, shape, variant and isa from a kernel file, a
@@ -173,15 +184,31 @@ static lm_status map_entry(kernel_cache *kc, const char *where,
 
 /* ---- hyperfine ------------------------------------------------------- */
 
-/* Split a command on blanks into at most max words (in buf). */
-static int split_words(const char *cmd, char *buf, size_t n, char **w,
-                       int max) {
-  snprintf(buf, n, "%s", cmd);
-  int nw = 0;
-  for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t && nw < max;
+/* A command split on blanks: every word, however many and however long
+ * (a cut command once lost its last `--variant V`, and the record took
+ * import's own --variant instead). */
+typedef struct words {
+  char *buf; /* the command, a NUL after each word */
+  char **w;  /* [n] into buf */
+  int n;
+} words;
+
+static void words_free(words *ws) {
+  free(ws->buf);
+  free(ws->w);
+}
+
+static lm_status split_words(const char *cmd, words *ws, lm_error *err) {
+  size_t len = strlen(cmd), max = len / 2 + 1; /* words are 1 apart */
+  ws->n = 0;
+  ws->buf = strdup(cmd);
+  ws->w = max < INT32_MAX ? malloc(sizeof *ws->w * max) : NULL;
+  if (!ws->buf || !ws->w)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  for (char *save = NULL, *t = strtok_r(ws->buf, " \t", &save); t;
        t = strtok_r(NULL, " \t", &save))
-    w[nw++] = t;
-  return nw;
+    ws->w[ws->n++] = t;
+  return LM_OK;
 }
 
 /* The value of option name in words: "--name V" or "--name=V". */
@@ -206,6 +233,11 @@ static lm_status hf_number(lm_json_rd *rd, const cJSON *res, const char *name,
                         DBL_MAX, out);
 }
 
+static lm_status hf_result(lm_json_rd *rdp, const cJSON *res, const char *cmd,
+                           const char *where, words *ws, const import_opts *o,
+                           kernel_cache *kc, lm_records *acc, int *added,
+                           lm_error *err);
+
 static lm_status import_hyperfine(const char *file, const cJSON *root,
                                   const import_opts *o, kernel_cache *kc,
                                   lm_records *acc, int *added, lm_error *err) {
@@ -216,14 +248,35 @@ static lm_status import_hyperfine(const char *file, const cJSON *root,
     return st;
   int i = 0;
   cJSON_ArrayForEach(res, results) {
-    char where[600], words[4096], *w[256], kbuf[4096], path[64];
     const char *cmd = NULL;
-    snprintf(path, sizeof path, "$.results[%d]", i++);
-    snprintf(where, sizeof where, "%s: %s", file, path);
+    char *where = NULL;
+    words ws = {0};
     if ((st = lm_json_object(&rd, res, NULL, 0, &res)) != LM_OK ||
         (st = lm_json_string(&rd, res, "command", 0, 0, &cmd)) != LM_OK)
       return st;
-    int nw = split_words(cmd, words, sizeof words, w, 256);
+    if (asprintf(&where, "%s: $.results[%d]", file, i++) < 0)
+      return lm_error_set(err, LM_ESYS, "out of memory");
+    st = hf_result(&rd, res, cmd, where, &ws, o, kc, acc, added, err);
+    free(where);
+    words_free(&ws);
+    if (st != LM_OK)
+      return st;
+  }
+  return LM_OK;
+}
+
+/* One hyperfine result onto one record of acc. */
+static lm_status hf_result(lm_json_rd *rdp, const cJSON *res, const char *cmd,
+                           const char *where, words *ws, const import_opts *o,
+                           kernel_cache *kc, lm_records *acc, int *added,
+                           lm_error *err) {
+  lm_json_rd rd = *rdp;
+  lm_status st = split_words(cmd, ws, err);
+  if (st != LM_OK)
+    return st;
+  char **w = ws->w, *kpath = NULL;
+  int nw = ws->n;
+  {
     const char *kernel = NULL;
     for (int j = 0; j + 1 < nw && !kernel; j++)
       if (strcmp(w[j], "bench") == 0 || strcmp(w[j], "run") == 0)
@@ -259,8 +312,10 @@ static lm_status import_hyperfine(const char *file, const cJSON *root,
     lm_record r;
     lm_record_init(&r);
     const cJSON *times = NULL;
-    st = map_entry(kc, where, resolve(kernel, file, kbuf, sizeof kbuf), shape,
-                   variant, &r, err);
+    kpath = resolve(kernel, rd.file);
+    st = kpath ? map_entry(kc, where, kpath, shape, variant, &r, err)
+               : lm_error_set(err, LM_ESYS, "out of memory");
+    free(kpath);
     if (st == LM_OK)
       st = hf_number(&rd, res, "mean", 1, &r.mean);
     if (st == LM_OK)
@@ -308,21 +363,25 @@ static lm_status import_hyperfine(const char *file, const cJSON *root,
 
 /* ---- TVM-style logs -------------------------------------------------- */
 
-/* The kernel file a TVM task names: a --kernel whose kernel has that name,
- * or a path to a .lk file. */
-static const char *tvm_kernel(const char *task, const char *file,
-                              const import_opts *o, kernel_cache *kc, char *buf,
-                              size_t n) {
+/* The kernel file a TVM task names, malloc'ed: a --kernel whose kernel
+ * has that name, or a path to a .lk file.  NULL with *oom unset if it
+ * names neither. */
+static char *tvm_kernel(const char *task, const char *file,
+                        const import_opts *o, kernel_cache *kc, int *oom) {
+  char *p = NULL;
   if (o->kernel) {
     lm_error e = {0};
     const lm_kernel *k = cache_get(kc, o->kernel, &e);
     if (k && k->name && strcmp(k->name, task) == 0)
-      return o->kernel;
+      p = strdup(o->kernel);
   }
   size_t len = strlen(task);
-  if (len > 3 && strcmp(task + len - 3, ".lk") == 0)
-    return resolve(task, file, buf, n);
-  return NULL;
+  if (!p && len > 3 && strcmp(task + len - 3, ".lk") == 0)
+    p = resolve(task, file);
+  else if (!p)
+    return NULL;
+  *oom = !p;
+  return p;
 }
 
 /* The variant of a TVM config into *out: config.variant (a string if
@@ -350,6 +409,11 @@ static lm_status tvm_variant(lm_json_rd *rd, const cJSON *config,
   return LM_OK;
 }
 
+static lm_status tvm_mapped(lm_json_rd *rdp, const char *where, const cJSON *j,
+                            const cJSON *target, const char *taskname,
+                            const char *kpath, int oom, const import_opts *o,
+                            kernel_cache *kc, lm_record *r, lm_error *err);
+
 static lm_status tvm_line(const char *where, const char *file, const cJSON *j,
                           const import_opts *o, kernel_cache *kc, lm_record *r,
                           int *skipped, lm_error *err) {
@@ -371,8 +435,25 @@ static lm_status tvm_line(const char *where, const char *file, const cJSON *j,
   const char *taskname = NULL;
   if ((st = lm_json_string(&rd, target->next, NULL, 0, 0, &taskname)))
     return st;
-  char kbuf[4096], sbuf[64];
-  const char *kpath = tvm_kernel(taskname, file, o, kc, kbuf, sizeof kbuf);
+  int oom = 0;
+  char *kpath = tvm_kernel(taskname, file, o, kc, &oom);
+  st = tvm_mapped(&rd, where, j, target, taskname, kpath, oom, o, kc, r, err);
+  free(kpath);
+  return st;
+}
+
+/* The rest of tvm_line, once the kernel file is known (or not). */
+static lm_status tvm_mapped(lm_json_rd *rdp, const char *where, const cJSON *j,
+                            const cJSON *target, const char *taskname,
+                            const char *kpath, int oom, const import_opts *o,
+                            kernel_cache *kc, lm_record *r, lm_error *err) {
+  lm_json_rd rd = *rdp;
+  const cJSON *config = lm_json_get(j, "config"),
+              *result = lm_json_get(j, "result");
+  lm_status st;
+  char sbuf[64];
+  if (oom)
+    return lm_error_set(err, LM_ESYS, "out of memory");
   if (!kpath)
     return lm_json_error(&rd, target->next, NULL,
                          "task '%s' names no lanemap kernel: give --kernel "
@@ -468,21 +549,20 @@ static lm_status import_tvm(const char *file, char *text, size_t n,
     line++;
     if (strspn(s, " \t\r") >= len)
       continue;
-    char where[600];
-    snprintf(where, sizeof where, "%.580s:%d", file, line);
+    char *where = NULL;
+    if (asprintf(&where, "%s:%d", file, line) < 0)
+      return lm_error_set(err, LM_ESYS, "out of memory");
     cJSON *j = NULL;
     lm_status st = lm_json_parse_at(file, line, s, len, &j, err);
-    if (st != LM_OK)
-      return st;
-    if (!cJSON_IsObject(j)) {
+    if (st == LM_OK && !cJSON_IsObject(j)) {
       lm_json_rd rd = {where, j, err};
       st = lm_json_expected(&rd, j, NULL, "a JSON object (a TVM log line)");
-      cJSON_Delete(j);
-      return st;
     }
     lm_record r;
     lm_record_init(&r);
-    st = tvm_line(where, file, j, o, kc, &r, skipped, err);
+    if (st == LM_OK)
+      st = tvm_line(where, file, j, o, kc, &r, skipped, err);
+    free(where);
     cJSON_Delete(j);
     if (st == LM_EFAIL) {
       lm_record_free(&r);

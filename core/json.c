@@ -84,19 +84,30 @@ static Scan scan(const char *t, size_t n) {
 static lm_status dup_keys(const char *name, const cJSON *root, const cJSON *j,
                           lm_error *err);
 
+static lm_status parse_text(const char *name, const char *label, int line0,
+                            const char *text, size_t n, cJSON **out,
+                            lm_error *err);
+
 /* Parse; line0 > 0 for line line0 of a JSON Lines file, whose messages
- * without a column name the line. */
+ * without a column name the line ("name:line", the label). */
 static lm_status parse(const char *name, int line0, const char *text, size_t n,
                        cJSON **out, lm_error *err) {
   *out = NULL;
-  int line, col;
-  char label[PATH_MAX_SHOWN + 16];
-  if (line0 > 0)
-    snprintf(label, sizeof label, "%.*s:%d", PATH_MAX_SHOWN, name, line0);
-  else
-    snprintf(label, sizeof label, "%.*s", PATH_MAX_SHOWN, name);
+  char *label = NULL;
+  if (line0 > 0 ? asprintf(&label, "%s:%d", name, line0) < 0
+                : !(label = strdup(name)))
+    return lm_error_set(err, LM_ESYS, "%s: out of memory", name);
   if (line0 <= 0)
     line0 = 1;
+  lm_status st = parse_text(name, label, line0, text, n, out, err);
+  free(label);
+  return st;
+}
+
+static lm_status parse_text(const char *name, const char *label, int line0,
+                            const char *text, size_t n, cJSON **out,
+                            lm_error *err) {
+  int line, col;
   if (n > LM_JSON_MAX_BYTES)
     return lm_error_set(err, LM_EINPUT,
                         "%s: %zu bytes, more than the %zu MiB a JSON file may "
@@ -285,13 +296,19 @@ void lm_json_describe(const cJSON *j, char *buf, size_t n) {
 
 lm_status lm_json_error(lm_json_rd *r, const cJSON *parent, const char *key,
                         const char *fmt, ...) {
-  char path[PATH_MAX_SHOWN], msg[sizeof r->err->msg];
+  char path[PATH_MAX_SHOWN], *msg = NULL;
   lm_json_path(r, parent, key, path, sizeof path);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  int n = vasprintf(&msg, fmt, ap); /* whole: lm_error_set keeps its tail */
   va_end(ap);
-  return lm_error_set(r->err, LM_EINPUT, "%s: %s: %s", r->file, path, msg);
+  if (n < 0)
+    return lm_error_set(r->err, LM_ESYS, "%s: %s: out of memory", r->file,
+                        path);
+  lm_status s =
+      lm_error_set(r->err, LM_EINPUT, "%s: %s: %s", r->file, path, msg);
+  free(msg);
+  return s;
 }
 
 /* The value in the slot (parent, key). */

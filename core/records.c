@@ -411,6 +411,9 @@ static int push(lm_records *rs, int *cap, const lm_record *r) {
   return 1;
 }
 
+static lm_status records_parse(const char *path, char *text, size_t len,
+                               lm_records *out, lm_error *err);
+
 static int blank(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
@@ -425,6 +428,24 @@ lm_status lm_records_read(const char *path, lm_records *out, lm_error *err) {
   lm_status st = lm_json_read_file(path, &text, &len, err);
   if (st != LM_OK)
     return st;
+  return records_parse(path, text, len, out, err);
+}
+
+lm_status lm_records_from_text(const char *name, const char *text, size_t n,
+                               lm_records *out, lm_error *err) {
+  memset(out, 0, sizeof *out);
+  char *copy = malloc(n + 1);
+  if (!copy)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  memcpy(copy, text, n);
+  copy[n] = 0;
+  return records_parse(name, copy, n, out, err);
+}
+
+/* The records of text[0..len) (taken: freed here), read as the file path. */
+static lm_status records_parse(const char *path, char *text, size_t len,
+                               lm_records *out, lm_error *err) {
+  lm_status st = LM_OK;
   lm_records rs = {0};
   int cap = 0, lineno = 0;
   size_t pos = 0;
@@ -480,8 +501,34 @@ error:
   return st;
 }
 
+static lm_status records_text(const char *path, const lm_records *rs,
+                              char **out, size_t *outn, lm_error *err);
+
 lm_status lm_records_write(const char *path, const lm_records *rs,
                            lm_error *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  lm_status st = records_text(path, rs, &buf, &len, err);
+  if (st == LM_OK)
+    st = lm_file_write_atomic(path, buf ? buf : "", len, err);
+  free(buf);
+  return st;
+}
+
+lm_status lm_records_to_text(const lm_records *rs, char **out, size_t *n,
+                             lm_error *err) {
+  *out = NULL;
+  *n = 0;
+  lm_status st = records_text("records", rs, out, n, err);
+  if (st == LM_OK && !*out && !(*out = calloc(1, 1)))
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+  return st;
+}
+
+/* rs as JSON Lines into *out (malloc'ed, NULL if rs is empty); name is the
+ * file's, for messages. */
+static lm_status records_text(const char *path, const lm_records *rs,
+                              char **out, size_t *outn, lm_error *err) {
   char *buf = NULL;
   size_t len = 0, cap = 0;
   lm_status st = LM_OK;
@@ -489,10 +536,10 @@ lm_status lm_records_write(const char *path, const lm_records *rs,
     char *line = NULL;
     size_t n = 0;
     if ((st = record_line(&rs->r[i], &line, &n, err)) != LM_OK) {
-      /* name the record that could not be written */
-      char msg[sizeof err->msg];
-      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
-      lm_error_set(err, st, "%s: record %d: %s", path, i, msg);
+      /* name the record that could not be written (lm_error_set may
+       * quote the message it replaces) */
+      if (err)
+        lm_error_set(err, st, "%s: record %d: %s", path, i, err->msg);
       goto done;
     }
     if (len + n + 1 > cap) {
@@ -512,7 +559,9 @@ lm_status lm_records_write(const char *path, const lm_records *rs,
     len += n;
     free(line);
   }
-  st = lm_file_write_atomic(path, buf ? buf : "", len, err);
+  *out = buf;
+  *outn = len;
+  return LM_OK;
 done:
   free(buf);
   return st;

@@ -83,12 +83,28 @@ static lm_status check_schema(lm_json_rd *r, const cJSON *json) {
 
 lm_status lm_cases_load(const char *path, lm_cases *out, lm_error *err) {
   memset(out, 0, sizeof *out);
+  char *text = NULL, *dir = path_dir(path);
+  size_t n = 0;
+  lm_status st = dir ? lm_json_read_file(path, &text, &n, err)
+                     : lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+  if (st == LM_OK)
+    st = lm_cases_from_json_text(path, dir, text, n, out, err);
+  free(text);
+  free(dir);
+  return st;
+}
+
+lm_status lm_cases_from_json_text(const char *path, const char *dir,
+                                  const char *text, size_t textn, lm_cases *out,
+                                  lm_error *err) {
+  memset(out, 0, sizeof *out);
   Owner *own = calloc(1, sizeof *own);
   if (!own)
     return lm_error_set(err, LM_ESYS, "%s: out of memory", path);
   out->owner = own;
   const cJSON *cases = NULL, *c;
-  lm_status st = lm_json_load(path, &own->json, err);
+  lm_strset *ids = NULL;
+  lm_status st = lm_json_parse(path, text, textn, &own->json, err);
   if (st != LM_OK)
     goto error;
   lm_json_rd r = {path, own->json, err};
@@ -100,7 +116,7 @@ lm_status lm_cases_load(const char *path, lm_cases *out, lm_error *err) {
       (st = lm_json_fields(&r, own->json, top_fields)) ||
       (st = lm_json_array(&r, own->json, "cases", 0, 1, INT32_MAX, &cases)))
     goto error;
-  out->dir = path_dir(path);
+  out->dir = strdup(dir);
   int n = cJSON_GetArraySize(cases);
   out->c = calloc((size_t)n, sizeof *out->c);
   own->paths = calloc((size_t)n, sizeof *own->paths);
@@ -109,22 +125,32 @@ lm_status lm_cases_load(const char *path, lm_cases *out, lm_error *err) {
     goto error;
   }
   own->n = n;
+  if (!(ids = lm_strset_new())) {
+    st = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+    goto error;
+  }
   int i = 0;
   cJSON_ArrayForEach(c, cases) {
     st = case_parse(&r, out->dir, c, &out->c[i], &own->paths[i]);
     if (st != LM_OK)
       goto error;
     out->n = i + 1;
-    for (int j = 0; j < i; j++)
-      if (strcmp(out->c[j].id, out->c[i].id) == 0) {
-        st = lm_json_error(&r, c, "id", "\"%.80s\" is also the id of cases[%d]",
-                           out->c[i].id, j);
-        goto error;
-      }
+    int64_t j;
+    if (lm_strset_add_str(ids, out->c[i].id, i, &j) != LM_OK) {
+      st = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
+      goto error;
+    }
+    if (j >= 0) {
+      st = lm_json_error(&r, c, "id", "\"%.80s\" is also the id of cases[%d]",
+                         out->c[i].id, (int)j);
+      goto error;
+    }
     i++;
   }
+  lm_strset_free(ids);
   return LM_OK;
 error:
+  lm_strset_free(ids);
   lm_cases_free(out);
   return st;
 }

@@ -196,7 +196,14 @@ static lm_status calibrate(Eval *e, int i, lm_error *err) {
 
 /* OUT/ISA, its records (removed with fresh), and the harness options. */
 static lm_status open_target(const Eval *e, int i, Target *t, lm_error *err) {
-  snprintf(t->dir, sizeof t->dir, "%s/%s", e->o->out, lm_isa_name(e->isa[i]));
+  int w = snprintf(t->dir, sizeof t->dir, "%s/%s", e->o->out,
+                   lm_isa_name(e->isa[i]));
+  if (w < 0 || (size_t)w + sizeof "/records.jsonl" > sizeof t->dir)
+    return lm_error_set(err, LM_EINPUT,
+                        "--out %s: the folder's path is longer than the %zu "
+                        "bytes a path may have here",
+                        e->o->out,
+                        sizeof t->dir - sizeof "/x86-64-v4/records.jsonl");
   snprintf(t->records, sizeof t->records, "%s/records.jsonl", t->dir);
   lm_status st = make_dir(t->dir, err);
   if (st == LM_OK) /* a second run into OUT waits, then resumes from it */

@@ -33,10 +33,6 @@ static const lm_profile *profile_of(const lm_eval_opts *o, lm_policy p) {
                                   : o->profile;
 }
 
-static int same_str(const char *a, const char *b) {
-  return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
 /* The workload of run: one kernel per (kernel file, extra), one bucket per
  * shape, weight its number of cases. */
 static lm_status build_workload(const lm_eval_opts *o, const lm_eval_run *run,
@@ -54,22 +50,42 @@ static lm_status build_workload(const lm_eval_opts *o, const lm_eval_run *run,
   lm_status st = lm_workload_set_isas(w, &o->isa, 1, err);
   if (st == LM_OK)
     st = lm_workload_set_workers(w, o->workers, nw, err);
+  /* (path, extra) -> kernel, (kernel, R, C) -> bucket: a scan of every
+   * earlier kernel and bucket per case made large case lists quadratic */
+  lm_strset *kernels = lm_strset_new(), *buckets = lm_strset_new();
+  if (st == LM_OK && (!kernels || !buckets))
+    st = lm_error_set(err, LM_ESYS, "out of memory");
   for (int i = 0; i < run->ncases && st == LM_OK; i++) {
     const lm_eval_case *c = &run->cases[i];
     char abs[PATH_MAX];
     const char *path = realpath(c->kernel, abs) ? abs : c->kernel;
-    int ki = 0;
-    while (ki < w->nkernels && (strcmp(w->kernels[ki].path, path) != 0 ||
-                                !same_str(w->kernels[ki].extra, c->extra)))
-      ki++;
+    /* the key: the path, a NUL, the extra ("\1" for none, which no extra
+     * text is) */
+    const char *ex = c->extra ? c->extra : "\1";
+    size_t lp = strlen(path) + 1, le = strlen(ex);
+    char *key = malloc(lp + le);
+    int64_t found = -1;
+    if (key)
+      memcpy(key, path, lp), memcpy(key + lp, ex, le);
+    if (!key ||
+        lm_strset_add(kernels, key, lp + le, w->nkernels, &found) != LM_OK) {
+      free(key);
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      break;
+    }
+    free(key);
+    int ki = found >= 0 ? (int)found : w->nkernels;
     if (ki == w->nkernels &&
         (st = lm_workload_add_kernel(w, path, c->extra, &ki, err)) != LM_OK)
       break;
     const lm_workload_kernel *wk = &w->kernels[ki];
-    int b = 0;
-    while (b < wk->nbuckets &&
-           (wk->buckets[b].R != c->R || wk->buckets[b].C != c->C))
-      b++;
+    int64_t shape[3] = {ki, c->R, c->C};
+    if (lm_strset_add(buckets, shape, sizeof shape, wk->nbuckets, &found) !=
+        LM_OK) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      break;
+    }
+    int b = found >= 0 ? (int)found : wk->nbuckets;
     if (b < wk->nbuckets)
       w->kernels[ki].buckets[b].weight += 1;
     else
@@ -77,6 +93,8 @@ static lm_status build_workload(const lm_eval_opts *o, const lm_eval_run *run,
     pl->kernel[i] = ki;
     pl->bucket[i] = b;
   }
+  lm_strset_free(kernels);
+  lm_strset_free(buckets);
   if (st == LM_OK)
     st = lm_workload_bind(w, err);
   return st;

@@ -191,8 +191,13 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
   int ng = 0, ncs = 0, dropped = 0;
   lm_status st = LM_OK;
   const cJSON *names0 = NULL; /* the first record's terms_ns, for the order */
-  if (!g)
-    return lm_error_set(err, LM_ESYS, "out of memory");
+  /* case id -> index in g, (case, variant) -> case_variant: a scan of
+   * every earlier case made a run of 100,000 cases cost 10^10 steps */
+  lm_strset *ids = lm_strset_new(), *pairs = lm_strset_new();
+  if (!g || !ids || !pairs) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto error;
+  }
   for (int i = 0; i < rs->n; i++) {
     const lm_record *r = &rs->r[i];
     const cJSON *id = field(r, "case");
@@ -220,9 +225,12 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
                         i, idx, nv);
       goto error;
     }
-    int k = 0;
-    while (k < ng && strcmp(g[k].id, id->valuestring) != 0)
-      k++;
+    int64_t found;
+    if (lm_strset_add_str(ids, id->valuestring, ng, &found) != LM_OK) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto error;
+    }
+    int k = found >= 0 ? (int)found : ng;
     if (k == ng) {
       g[k].id = id->valuestring;
       g[k].first = i;
@@ -263,15 +271,26 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
       }
       continue;
     }
-    for (int j = 0; j < nv; j++)
-      if (g[k].rec[j] >= 0 &&
-          strcmp(rs->r[g[k].rec[j]].variant, r->variant) == 0) {
-        st = lm_error_set(err, LM_EINPUT,
-                          "record %d: case %s: variant %s is case_variant %d "
-                          "here but %d in record %d",
-                          i, g[k].id, r->variant, idx, j, g[k].rec[j]);
-        goto error;
-      }
+    /* (case, variant) -> case_variant: the key is k's bytes, then the
+     * variant's */
+    size_t vlen = strlen(r->variant);
+    char *key = malloc(sizeof k + vlen);
+    if (!key ||
+        (memcpy(key, &k, sizeof k), memcpy(key + sizeof k, r->variant, vlen),
+         lm_strset_add(pairs, key, sizeof k + vlen, idx, &found)) != LM_OK) {
+      free(key);
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto error;
+    }
+    free(key);
+    if (found >= 0) {
+      int j = (int)found;
+      st = lm_error_set(err, LM_EINPUT,
+                        "record %d: case %s: variant %s is case_variant %d "
+                        "here but %d in record %d",
+                        i, g[k].id, r->variant, idx, j, g[k].rec[j]);
+      goto error;
+    }
     g[k].rec[idx] = i;
     g[k].have++;
   }
@@ -377,6 +396,8 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
       }
     }
   }
+  lm_strset_free(ids);
+  lm_strset_free(pairs);
   for (int k = 0; k < ng; k++)
     free(g[k].rec);
   free(g);
@@ -386,7 +407,9 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
     *incomplete = dropped;
   return LM_OK;
 error:
-  for (int k = 0; k < ng; k++)
+  lm_strset_free(ids);
+  lm_strset_free(pairs);
+  for (int k = 0; g && k < ng; k++)
     free(g[k].rec);
   free(g);
   for (int k = 0; cs && k < ncs; k++)

@@ -357,6 +357,9 @@ static lm_status read_buckets(rd *r, const cJSON *jk, lm_plan_kernel *k) {
     return s;
   if (!(k->buckets = calloc((size_t)cJSON_GetArraySize(bs), sizeof *k->buckets)))
     return oom(r);
+  lm_strset *shapes = lm_strset_new(); /* (R, C) -> bucket */
+  if (!shapes)
+    return oom(r);
   cJSON_ArrayForEach(c, bs) {
     int b = k->nbuckets;
     lm_plan_bucket *pb = &k->buckets[b];
@@ -369,17 +372,24 @@ static lm_status read_buckets(rd *r, const cJSON *jk, lm_plan_kernel *k) {
         (s = lm_json_int(r, c, "variant", 0, 0, k->nvariants - 1, &x)) ||
         (s = lm_json_number(r, c, "predicted_ns", LM_JSON_NULL_OK, 0, DBL_MAX,
                             &pb->predicted_ns)))
-      return s;
+      break;
     pb->variant = (int)x;
-    for (int o = 0; o < b; o++)
-      if (k->buckets[o].R == pb->R && k->buckets[o].C == pb->C)
-        return lm_json_error(r, c, NULL,
-                             "shape (R=%" PRId64 ", C=%" PRId64
-                             ") is also the shape of buckets[%d]",
-                             pb->R, pb->C, o);
+    int64_t key[2] = {pb->R, pb->C}, o;
+    if (lm_strset_add(shapes, key, sizeof key, b, &o) != LM_OK) {
+      s = oom(r);
+      break;
+    }
+    if (o >= 0) {
+      s = lm_json_error(r, c, NULL,
+                        "shape (R=%" PRId64 ", C=%" PRId64
+                        ") is also the shape of buckets[%d]",
+                        pb->R, pb->C, (int)o);
+      break;
+    }
     k->nbuckets++;
   }
-  return LM_OK;
+  lm_strset_free(shapes);
+  return s;
 }
 
 static lm_status read_thresholds(rd *r, const cJSON *jk, lm_plan_kernel *k) {
@@ -450,18 +460,42 @@ static lm_status read_kernel(rd *r, const cJSON *jk, lm_plan_kernel *k) {
     return s;
   if (!(k->variants = calloc((size_t)cJSON_GetArraySize(vs), sizeof *k->variants)))
     return oom(r);
+  /* a variant given twice would be compiled twice, and which of the two a
+   * bucket means is the author's mistake: refused, by its canonical text */
+  lm_strset *seen = lm_strset_new();
+  if (!seen)
+    return oom(r);
   cJSON_ArrayForEach(c, vs) {
     lm_variant v;
     lm_error e2 = {0};
     const char *text = NULL;
+    char canon[256];
+    int64_t o;
     if ((s = lm_json_string(r, c, NULL, 0, 0, &text)))
-      return s;
-    if (lm_variant_parse(text, &v, &e2) != LM_OK)
-      return lm_json_error(r, c, NULL, "%s", e2.msg);
+      break;
+    if (lm_variant_parse(text, &v, &e2) != LM_OK) {
+      s = lm_json_error(r, c, NULL, "%s", e2.msg);
+      break;
+    }
+    lm_variant_format(&v, canon, sizeof canon);
+    if (lm_strset_add_str(seen, canon, k->nvariants, &o) != LM_OK) {
+      s = oom(r);
+      break;
+    }
+    if (o >= 0) {
+      char there[256];
+      lm_json_path(r, vs, NULL, there, sizeof there);
+      s = lm_json_error(r, c, NULL, "duplicate variant '%s' (also at %s[%d])",
+                        text, there, (int)o);
+      break;
+    }
     if ((s = keep(r, text, &k->variants[k->nvariants])))
-      return s;
+      break;
     k->nvariants++;
   }
+  lm_strset_free(seen);
+  if (s)
+    return s;
   if ((s = read_buckets(r, jk, k)))
     return s;
   return read_thresholds(r, jk, k);

@@ -94,6 +94,16 @@ static int valid_extra(const char *s) {
   return 1;
 }
 
+/* The array a of n elements with room for one more.  Its capacity is the
+ * power of two at or above n, so it grows by doubling (growing by one
+ * element made a file of n entries cost n^2 copies) with no field to keep
+ * it in. */
+static void *room(void *a, int n, size_t size) {
+  if (n > 0 && (n & (n - 1)) != 0)
+    return a;
+  return realloc(a, size * (n ? 2 * (size_t)n : 1));
+}
+
 lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
                                  const char *extra, int *index, lm_error *err) {
   if (!path || !path[0])
@@ -104,8 +114,7 @@ lm_status lm_workload_add_kernel(lm_workload *w, const char *path,
     return lm_error_set(
         err, LM_EINPUT,
         "extra: expected symbols like \"H=64\" or \"H=64,K=4\"");
-  lm_workload_kernel *ks =
-      realloc(w->kernels, sizeof *ks * (size_t)(w->nkernels + 1));
+  lm_workload_kernel *ks = room(w->kernels, w->nkernels, sizeof *ks);
   if (!ks)
     return lm_error_set(err, LM_ESYS, "workload: out of memory");
   w->kernels = ks;
@@ -161,8 +170,7 @@ lm_status lm_workload_add_bucket(lm_workload *w, int ki, int64_t R, int64_t C,
       return lm_error_set(err, LM_EINPUT,
                           "shape (R=%lld, C=%lld) repeats bucket %d",
                           (long long)R, (long long)C, b);
-  lm_workload_bucket *bs =
-      realloc(k->buckets, sizeof *bs * (size_t)(k->nbuckets + 1));
+  lm_workload_bucket *bs = room(k->buckets, k->nbuckets, sizeof *bs);
   if (!bs)
     return lm_error_set(err, LM_ESYS, "workload: out of memory");
   k->buckets = bs;
@@ -575,15 +583,14 @@ lm_status lm_workload_load(const char *path, lm_workload **out, lm_error *err) {
   lm_status s = lm_json_read_file(path, &text, &n, err);
   if (s != LM_OK)
     return s;
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *(slash == dir ? slash + 1 : slash) = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  /* the folder, whole: kernels are found relative to it */
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path))
+                    : strdup(".");
   lm_workload *w = NULL;
-  s = lm_workload_from_json_text(path, dir, text, n, &w, err);
+  s = dir ? lm_workload_from_json_text(path, dir, text, n, &w, err)
+          : lm_error_set(err, LM_ESYS, "workload: out of memory");
+  free(dir);
   free(text);
   if (s == LM_OK && (s = lm_workload_bind(w, err)) != LM_OK) {
     lm_workload_free(w);

@@ -3,6 +3,7 @@
  * or broke on is re-checked by the normal build in seconds, without
  * clang or libFuzzer.  tests/fuzz/open/ holds inputs that still break the
  * library and is deliberately not replayed. */
+#define _GNU_SOURCE /* fuzz_import.c compiles cli/records.c */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -12,7 +13,10 @@
 #include "lanemap/core.h"
 #include "tests/fuzz/fuzz_checks.c"
 #define LM_FUZZ_NO_ENTRY
+#include "tests/fuzz/fuzz_cases.c"
+#include "tests/fuzz/fuzz_import.c"
 #include "tests/fuzz/fuzz_plan.c"
+#include "tests/fuzz/fuzz_records.c"
 #include "tests/fuzz/fuzz_workload.c"
 
 typedef const char *(*fuzz_check)(const uint8_t *, size_t);
@@ -78,4 +82,20 @@ Test(fuzz_regress, every_workload_input_round_trips_through_json) {
 
 Test(fuzz_regress, every_plan_input_round_trips_through_json) {
   cr_assert_gt(replay("plan", lm_fuzz_check_plan), 0, "no plan corpus found");
+}
+
+Test(fuzz_regress,
+     every_case_list_input_is_refused_with_a_message_or_well_formed) {
+  cr_assert_gt(replay("fuzz_cases", lm_fuzz_check_cases), 0,
+               "no case list corpus found");
+}
+
+Test(fuzz_regress, every_records_input_round_trips_through_json_lines) {
+  cr_assert_gt(replay("fuzz_records", lm_fuzz_check_records), 0,
+               "no records corpus found");
+}
+
+Test(fuzz_regress, every_import_input_is_refused_with_a_message_or_maps) {
+  cr_assert_gt(replay("fuzz_import", lm_fuzz_check_import), 0,
+               "no import corpus found");
 }

@@ -16,6 +16,7 @@
 #ifndef LANEMAP_CASES_H
 #define LANEMAP_CASES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lanemap/core.h"
@@ -41,6 +42,11 @@ typedef struct lm_cases {
 
 /* Load a case list of either schema. */
 lm_status lm_cases_load(const char *path, lm_cases *out, lm_error *err);
+/* The same for the text[0..n) of a list called name (messages only),
+ * whose kernel paths are relative to dir. */
+lm_status lm_cases_from_json_text(const char *name, const char *dir,
+                                  const char *text, size_t n, lm_cases *out,
+                                  lm_error *err);
 void lm_cases_free(lm_cases *cs);
 
 /* Keep shard i of n: the i-th of n contiguous blocks of near-equal size,

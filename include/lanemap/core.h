@@ -120,6 +120,21 @@ uint64_t lm_fnv1a(uint64_t h, const void *data, size_t n);
  * per kernel file, and dispatch checks it). */
 lm_status lm_file_hash(const char *path, char buf[17], lm_error *err);
 
+/* A set of keys (byte strings), each with the value it was added with: a
+ * loader's check that no name, shape or variant is given twice, in O(1)
+ * per key instead of a scan of every earlier one.  Keys are copied. */
+typedef struct lm_strset lm_strset;
+/* NULL when out of memory. */
+lm_give lm_strset *lm_strset_new(void);
+void lm_strset_free(lm_take lm_strset *s);
+/* Add key[0..len) with value unless it is there: *prior is then the value
+ * it was first added with, else -1 (values are >= 0).  LM_ESYS when out of
+ * memory; the caller words that error. */
+lm_status lm_strset_add(lm_keep lm_strset *s, const void *key, size_t len,
+                        int64_t value, int64_t *prior);
+lm_status lm_strset_add_str(lm_keep lm_strset *s, const char *key,
+                            int64_t value, int64_t *prior);
+
 #ifdef __cplusplus
 }
 #endif

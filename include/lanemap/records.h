@@ -93,11 +93,17 @@ typedef struct lm_records {
 } lm_records;
 
 lm_status lm_records_read(const char *path, lm_records *out, lm_error *err);
+/* The same for the text[0..n) of a file called name (messages only). */
+lm_status lm_records_from_text(const char *name, const char *text, size_t n,
+                               lm_records *out, lm_error *err);
 void lm_records_free(lm_records *rs);
 
 /* Write rs to path atomically (temp + rename), one record per line. */
 lm_status lm_records_write(const char *path, lm_keep const lm_records *rs,
                            lm_error *err);
+/* The text lm_records_write writes, malloc'ed and NUL-terminated. */
+lm_status lm_records_to_text(lm_keep const lm_records *rs, lm_give char **out,
+                             size_t *n, lm_error *err);
 
 /* Keep the best record (least median, verified != 0) per (kernel_hash,
  * shape, extra_syms), like TVM's pick-best; order of first appearance.
