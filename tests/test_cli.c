@@ -100,6 +100,20 @@ Test(cli, check_accepts_every_bundled_kernel) {
   globfree(&g);
 }
 
+Test(cli, run_verifies_a_kernel_with_a_view_step_of_16) {
+  /* the largest step; a step of 64 used to overflow the compiler's stack */
+  char *k = run_tmp("step16.lk");
+  run_write(k, "kernel s16(x: f32[R, 16*H]) -> (y: f32[R, 16*H]) {\n"
+               "  y[r, 15::16] = x[r, 3::16] * 2\n"
+               "}\n");
+  run_result r =
+      RUN("run", k, "--shape", "5,48", "--variant",
+          "x86-64-v2/w4/l4/t1,x86-64-v2/w4/l1/glob=transpose/t1", "--verify");
+  cr_expect_eq(r.code, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+  cr_expect_eq(run_count_lines(r.out, "ok, verified"), 2, "%s", r.out);
+  run_free(&r);
+}
+
 Test(cli, check_reports_file_line_col_and_exits_2_on_a_malformed_kernel) {
   char *bad = run_tmp("bad.lk");
   run_write(bad, "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"

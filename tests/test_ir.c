@@ -712,3 +712,33 @@ Test(ir, dtype_sizes_and_names) {
   for (int op = 0; op < LM_OP__COUNT; op++)
     cr_expect_str_neq(lm_op_name((lm_op)op), "?", "op %d has no name", op);
 }
+
+/* ---- limits the backend imposes ---- */
+
+Test(ir, a_kernel_at_every_limit_checks) {
+  /* 64 buffers (48 inputs, 16 outputs), each output stored through its 16
+   * views of step 16: 256 stores. */
+  static char src[32768];
+  size_t n = 0;
+  n += (size_t)snprintf(src + n, sizeof src - n, "kernel lim(");
+  for (int i = 0; i < 47; i++)
+    n += (size_t)snprintf(src + n, sizeof src - n, "x%d: f32[R, H], ", i);
+  n += (size_t)snprintf(src + n, sizeof src - n, "w: f32[R, 16*H]) -> (");
+  for (int i = 0; i < 16; i++)
+    n += (size_t)snprintf(src + n, sizeof src - n, "%sy%d: f32[R, 16*H]",
+                          i ? ", " : "", i);
+  n += (size_t)snprintf(src + n, sizeof src - n,
+                        ") {\n  t = x0[r, :] + w[r, 15::16]\n");
+  for (int i = 0; i < 16; i++)
+    for (int s = 0; s < 16; s++)
+      n += (size_t)snprintf(src + n, sizeof src - n, "  y%d[r, %d::16] = t\n",
+                            i, s);
+  snprintf(src + n, sizeof src - n, "}\n");
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_kernel_parse("lim.lk", src, strlen(src), &k, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_eq(k->nstores, LM_MAX_STORES);
+  cr_expect_eq(k->nparams, LM_MAX_BUFFERS);
+  lm_kernel_free(k);
+}
