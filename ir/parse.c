@@ -731,6 +731,7 @@ lm_status lm_kernel_parse(const char *file, const char *src, size_t len,
   lm_fe_lex(fe);
   lm_fe_parse(fe);
   lm_fe_check(fe);
+  lm_fe_ranges(fe);
   *out = k;
   return LM_OK;
 }
