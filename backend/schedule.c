@@ -51,8 +51,20 @@ lm_status lm_schedule_build(const lm_kernel *k, const lm_variant *v, lm_schedule
   memset(s, 0, sizeof *s);
   if (lm_variant_check(k, v, err) != LM_OK)
     return LM_EINPUT;
-  if (v->w > LM_SCHED_MAX_LANES || k->nstores > LM_SCHED_MAX_STORES)
-    return lm_error_set(err, LM_EINPUT, "kernel %s: too many lanes or stores", k->name);
+  if (v->w > LM_SCHED_MAX_LANES)
+    return lm_error_set(err, LM_EINPUT, "kernel %s: w%d is more than %d lanes",
+                        k->name, v->w, LM_SCHED_MAX_LANES);
+  if (k->nstores > LM_SCHED_MAX_STORES)
+    return lm_error_set(err, LM_EINPUT, "kernel %s: %d stores, more than %d",
+                        k->name, k->nstores, LM_SCHED_MAX_STORES);
+  /* A run of step x W elements is one shuffle of at most 4 x MAX_LANES. */
+  for (int i = 0; i < k->nnodes + k->nstores; i++) {
+    int step = i < k->nnodes ? k->nodes[i].step : k->stores[i - k->nnodes].step;
+    if (step > LM_MAX_VIEW_STEP || step * v->w > 4 * LM_SCHED_MAX_LANES)
+      return lm_error_set(err, LM_EINPUT,
+                          "kernel %s: view step %d is more than %d", k->name,
+                          step, LM_MAX_VIEW_STEP);
+  }
   s->k = k, s->v = v;
   s->W = v->w, s->L = v->l, s->G = v->w / v->l;
   s->block = s->L == 1 && v->glob == LM_GLOB_TRANSPOSE;

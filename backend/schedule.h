@@ -35,7 +35,7 @@
 #define LM_SCHED_ACC_SEGMENT 2
 #define LM_SCHED_ACC_GATHER 1
 #define LM_SCHED_MAX_LANES 64
-#define LM_SCHED_MAX_STORES 256
+#define LM_SCHED_MAX_STORES LM_MAX_STORES
 
 /* How one step reaches row data. */
 typedef enum lm_sched_mode {

@@ -5,7 +5,10 @@
  * With --plan P --workload W, compile the plan instead (lanemap/dispatch.h)
  * and run every bucket of every kernel of W through the variant the plan
  * dispatches it to, one line per bucket; a shape outside the plan's
- * buckets runs the nearest bucket's variant and the line says so. */
+ * buckets runs the nearest bucket's variant and the line says so.
+ *
+ * stdout holds the verdicts, one line per variant or bucket; why one
+ * FAILED (a compile error, a mismatch) is said on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +135,8 @@ static lm_status run_one(const run_opts *o, const lm_kernel *k, const lm_variant
     printf("%-64s ok%s (compile %.1f ms%s)\n", name, o->verify ? ", verified" : "",
            lm_compiled_ms(c), o->verify ? "" : ", not verified");
   } else {
-    printf("%-64s FAILED: %s\n", name, err.msg);
+    printf("%-64s FAILED\n", name);
+    fprintf(stderr, "lanemap run: %s: %s\n", name, err.msg);
   }
   lm_compiled_free(c);
   return s;
@@ -199,8 +203,10 @@ static lm_status run_bucket(const run_opts *o, const lm_workload *w, int ki, int
     printf("%-16s R=%-7lld C=%-6lld %-56s ok%s%s\n", k->name, (long long)R, (long long)C,
            info.variant_name, o->verify ? ", verified" : ", not verified", where);
   } else {
-    printf("%-16s R=%-7lld C=%-6lld %-56s FAILED: %s\n", k->name, (long long)R,
-           (long long)C, info.variant_name ? info.variant_name : "-", err.msg);
+    printf("%-16s R=%-7lld C=%-6lld %-56s FAILED\n", k->name, (long long)R,
+           (long long)C, info.variant_name ? info.variant_name : "-");
+    fprintf(stderr, "lanemap run: %s R=%lld C=%lld: %s\n", k->name,
+            (long long)R, (long long)C, err.msg);
   }
   lm_oracle_free(orc);
   lm_data_free(data);

@@ -12,7 +12,7 @@
 #include "backend/schedule.h"
 #include "lanemap/costmodel.h"
 
-#define LM_COST_MAX_BUFS 64
+#define LM_COST_MAX_BUFS LM_MAX_BUFFERS
 
 typedef enum lm_cost_buf {
   LM_CB_ROWS,   /* rank 2: R x C rows */

@@ -853,6 +853,8 @@ static void check_store(ck *c, const lm_stmt *s) {
            s->kind == STMT_STORE_INST ? "" : view_str(c, s->start, s->step),
            o->loc.line, o->loc.col);
   }
+  if (c->ns == LM_MAX_STORES)
+    fail(c, s->loc, "too many stores: at most %d per kernel", LM_MAX_STORES);
   int v = emit(c, e, p->dtype);
   if (c->ns == c->caps)
     c->stores =

@@ -17,6 +17,8 @@
 /* Limits of the language (docs/language.md, "Limits"). */
 #define LM_FE_MAX_DEPTH 256  /* expression nesting */
 #define LM_FE_MAX_LINE 65536 /* bytes per line */
+/* The most elements a buffer may have (shape.c); so also the longest row. */
+#define LM_SHAPE_MAX_ELEMS ((int64_t)1 << 31)
 
 typedef enum lm_tok_kind {
   TK_EOF,
@@ -140,6 +142,11 @@ void lm_fe_lex(lm_fe *fe);
 void lm_fe_parse(lm_fe *fe);
 /* Type and shape check the statements, build the IR, fill the facts. */
 void lm_fe_check(lm_fe *fe);
+/* Refuse the kernel if an f32 value may overflow for its declared input
+ * ranges (range.c). */
+void lm_fe_ranges(lm_fe *fe);
+/* Node id's expression as .lk text, operands by name, cut to fit buf. */
+void lm_fe_node_str(const lm_kernel *k, int id, char *buf, size_t n);
 /* Describe a token for a message ("'x'", "end of line"); arena string. */
 const char *lm_fe_tok_desc(lm_fe *fe, const lm_tok *t);
 /* Print a dim as written ("C", "2*H", "64") into buf. */

@@ -13,7 +13,11 @@
  * answer the f32 code approximates, and the tolerance in compare.c is what
  * the approximation may cost.  A CAST is the one place values are rounded
  * (to f32, or truncated to i32), because there the rounding is the
- * program's meaning, not an accident of its evaluation.  i32 arithmetic is
+ * program's meaning, not an accident of its evaluation.  A store into an f32
+ * output rounds too: the output holds an f32, so the oracle wants the f32
+ * nearest its value.  (The checker, range.c, refuses a kernel whose f32
+ * values can pass FLT_MAX, so for a kernel that checks this rounding never
+ * turns a finite value into an infinity.)  i32 arithmetic is
  * done exactly in int64 and wrapped like int32; bools are 0 and 1.
  *
  * The oracle defines the edge cases the backend must reproduce:
@@ -305,18 +309,25 @@ static void eval_uniform(Interp *x, int i, int64_t r, int64_t len) {
     x->uni[i] = apply(n, arg(x, n->a, 0), arg(x, n->b, 0), arg(x, n->c, 0));
 }
 
+/* A value as the output's dtype holds it: an f32 output cannot hold more
+ * than FLT_MAX, so the oracle does not want more than it either. */
+static double stored(lm_dtype t, double v) {
+  return t == LM_F32 ? (double)(float)v : v;
+}
+
 static void run_store(Interp *x, const lm_store *st, int64_t r, int64_t len) {
   double *want = x->o->want[st->param];
   uint8_t *written = x->o->written[st->param];
+  lm_dtype t = x->k->params[st->param].dtype;
   if (st->kind == LM_STORE_INST) {
-    want[r] = arg(x, st->value, 0);
+    want[r] = stored(t, arg(x, st->value, 0));
     written[r] = 1;
     return;
   }
   int64_t base = r * x->pitch[st->param] + st->start;
   for (int64_t j = 0; j < len; j++) {
     int64_t idx = base + (int64_t)st->step * j;
-    want[idx] = arg(x, st->value, j);
+    want[idx] = stored(t, arg(x, st->value, j));
     written[idx] = 1;
   }
 }

@@ -10,8 +10,8 @@
  * The grammar is LL(1) apart from two-token peeks; docs/language.md has it
  * in EBNF.  Every error points at the token that is wrong, and the first
  * error stops the parse. */
-#include <limits.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +284,16 @@ static void parse_param(lm_fe *fe, int is_output) {
                  k->params[fe->elem_param].name, lm_dtype_name(k->elem));
     }
   }
+  if (peek(fe)->kind == TK_LBRACK) {
+    int nbuf = 0;
+    for (int i = 0; i < k->nparams - 1; i++)
+      nbuf += k->params[i].kind == LM_PARAM_BUFFER;
+    if (nbuf == LM_MAX_BUFFERS)
+      lm_fe_fail(fe, nt->loc,
+                 "too many buffer parameters: at most %d per kernel, inputs "
+                 "and outputs together",
+                 LM_MAX_BUFFERS);
+  }
   if (accept(fe, TK_LBRACK)) {
     p->kind = LM_PARAM_BUFFER;
     lm_tok *d0 = peek(fe);
@@ -407,6 +417,9 @@ static void parse_view(lm_fe *fe, int *start, int *step, lm_loc *loc) {
   int64_t st = parse_posint(fe, u, INT_MAX, "a view step");
   if (st < 1)
     lm_fe_fail(fe, u->loc, "a view step must be at least 1");
+  if (st > LM_MAX_VIEW_STEP)
+    lm_fe_fail(fe, u->loc, "view step %lld is more than %d, the largest step",
+               (long long)st, LM_MAX_VIEW_STEP);
   if (s >= st)
     lm_fe_fail(fe, t->loc, "view start %lld must be less than its step %lld",
                (long long)s, (long long)st);
@@ -718,6 +731,7 @@ lm_status lm_kernel_parse(const char *file, const char *src, size_t len,
   lm_fe_lex(fe);
   lm_fe_parse(fe);
   lm_fe_check(fe);
+  lm_fe_ranges(fe);
   *out = k;
   return LM_OK;
 }

@@ -367,6 +367,22 @@ static void put_store(sb *b, const lm_kernel *k, const lm_store *s) {
   sb_printf(b, "\n");
 }
 
+void lm_fe_node_str(const lm_kernel *k, int id, char *buf, size_t n) {
+  sb b = {0};
+  put_body(&b, k, id, 0);
+  char *s = sb_finish(&b);
+  if (!s) {
+    snprintf(buf, n, "%%%d", id);
+    return;
+  }
+  size_t len = strlen(s);
+  if (len < n)
+    snprintf(buf, n, "%s", s);
+  else if (n > 4)
+    snprintf(buf, n, "%.*s...", (int)(n - 4), s);
+  free(s);
+}
+
 char *lm_kernel_print(const lm_kernel *k) {
   sb b = {0};
   sb_printf(&b, "kernel %s(", k->name);

@@ -14,8 +14,6 @@
 
 #include "ir/frontend.h"
 
-#define LM_SHAPE_MAX_ELEMS ((int64_t)1 << 31)
-
 size_t lm_dtype_size(lm_dtype t) {
   switch (t) {
   case LM_F32:

@@ -100,6 +100,42 @@ Test(cli, check_accepts_every_bundled_kernel) {
   globfree(&g);
 }
 
+Test(cli, check_refuses_a_kernel_whose_f32_value_may_overflow_with_exit_2) {
+  char *big = run_tmp("big.lk");
+  run_write(big, "kernel big(x: f32[R, C] in(10, 100)) -> (y: f32[R, C]) {\n"
+                 "  y[r, :] = x[r, :] * 1e38\n"
+                 "}\n");
+  /* check, and run: refused before any variant is built, instead of every
+   * variant failing verification with exit 1 */
+  const char *argv[][8] = {{"check", big, NULL},
+                           {"run", big, "--shape", "4,8", "--variant",
+                            "x86-64-v2/w4/l4/t1", "--verify", NULL}};
+  for (int i = 0; i < 2; i++) {
+    run_result r = run_cli(argv[i]);
+    cr_expect_eq(r.code, 2, "%s: exit %d", argv[i][0], r.code);
+    cr_expect(strstr(r.err, "big.lk:2:21: error: value may overflow f32: "
+                            "x[r, :] * 1e+38 is in [1e+39, 1e+40] for the "
+                            "declared inputs (f32 max 3.4e+38)"),
+              "%s", r.err);
+    cr_expect_eq(r.out[0], 0, "%s: nothing on stdout: %s", argv[i][0], r.out);
+    run_free(&r);
+  }
+}
+
+Test(cli, run_verifies_a_kernel_with_a_view_step_of_16) {
+  /* the largest step; a step of 64 used to overflow the compiler's stack */
+  char *k = run_tmp("step16.lk");
+  run_write(k, "kernel s16(x: f32[R, 16*H]) -> (y: f32[R, 16*H]) {\n"
+               "  y[r, 15::16] = x[r, 3::16] * 2\n"
+               "}\n");
+  run_result r =
+      RUN("run", k, "--shape", "5,48", "--variant",
+          "x86-64-v2/w4/l4/t1,x86-64-v2/w4/l1/glob=transpose/t1", "--verify");
+  cr_expect_eq(r.code, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+  cr_expect_eq(run_count_lines(r.out, "ok, verified"), 2, "%s", r.out);
+  run_free(&r);
+}
+
 Test(cli, check_reports_file_line_col_and_exits_2_on_a_malformed_kernel) {
   char *bad = run_tmp("bad.lk");
   run_write(bad, "kernel k(x: f32[R, C]) -> (y: f32[R, C]) {\n"

@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include <glob.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -711,4 +713,165 @@ Test(ir, dtype_sizes_and_names) {
   cr_expect_str_eq(lm_op_name(LM_OP_RSUM), "rsum");
   for (int op = 0; op < LM_OP__COUNT; op++)
     cr_expect_str_neq(lm_op_name((lm_op)op), "?", "op %d has no name", op);
+}
+
+/* ---- value ranges (docs/language.md, "Value ranges") ---- */
+
+/* Source of a one-output f32 kernel: inputs `params`, body `y[r, :] = expr`
+ * (or a per-row `s[r] = expr` when rowout). */
+static const char *range_src(const char *params, const char *expr, int rowout) {
+  static char src[1024];
+  snprintf(src, sizeof src, "kernel k(%s) -> (%s) {\n  %s = %s\n}\n", params,
+           rowout ? "s: f32[R]" : "y: f32[R, C]", rowout ? "s[r]" : "y[r, :]",
+           expr);
+  return src;
+}
+
+static void range_ok(const char *params, const char *expr, int rowout) {
+  const char *src = range_src(params, expr, rowout);
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_expect_eq(lm_kernel_parse("test.lk", src, strlen(src), &k, &err), LM_OK,
+               "%s: %s", expr, err.msg);
+  lm_kernel_free(k);
+}
+
+Test(ir, range_every_kernel_in_the_tree_passes) {
+  static const char *dirs[] = {"/kernels/", "/heldout/kernels/",
+                               "/tests/kernels/", "/tests/difftest/regress/"};
+  int n = 0;
+  for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+    char pat[512];
+    snprintf(pat, sizeof pat, LANEMAP_SOURCE_DIR "%s*.lk", dirs[d]);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) != 0)
+      continue;
+    for (size_t i = 0; i < g.gl_pathc; i++, n++) {
+      lm_kernel *k = NULL;
+      lm_error err = {0};
+      cr_expect_eq(lm_kernel_load(g.gl_pathv[i], &k, &err), LM_OK, "%s",
+                   err.msg);
+      lm_kernel_free(k);
+    }
+    globfree(&g);
+  }
+  cr_expect_geq(n, 20, "only %d kernels found", n);
+}
+
+Test(ir, range_refuses_a_product_past_f32_max_naming_node_and_bound) {
+  cr_expect_str_eq(
+      parse_error(range_src("x: f32[R, C] in(10, 100)", "x[r, :] * 1e38", 0)),
+      "test.lk:2:21: error: value may overflow f32: x[r, :] * 1e+38 is in "
+      "[1e+39, 1e+40] for the declared inputs (f32 max 3.4e+38)");
+}
+
+Test(ir, range_refuses_exp_that_overflows_even_when_multiplied_by_zero) {
+  const char *m = parse_error(
+      range_src("x: f32[R, C] in(-100, 100)", "exp(x[r, :]) * 0", 0));
+  cr_expect(strstr(m, "2:13: error: value may overflow f32: exp(x[r, :]) is "
+                      "in [3.7e-44, 2.7e+43]"),
+            "%s", m);
+}
+
+Test(ir, range_refuses_the_reciprocal_of_subnormal_inputs) {
+  const char *m =
+      parse_error(range_src("x: f32[R, C] in(1e-42, 1e-39)", "1 / x[r, :]", 0));
+  cr_expect(strstr(m, "value may overflow f32: 1 / x[r, :]"), "%s", m);
+}
+
+Test(ir, range_bounds_a_sum_at_two_to_the_31_columns) {
+  range_ok("x: f32[R, C] in(-1e29, 1e29)", "sum(x[r, :])", 1);
+  const char *m =
+      parse_error(range_src("x: f32[R, C] in(-1e30, 1e30)", "sum(x[r, :])", 1));
+  cr_expect(strstr(m, "sum(x[r, :]) is in [-2.1e+39, 2.1e+39]"), "%s", m);
+  m = parse_error(range_src("x: f32[R, C] in(-3e38, 3e38)", "sum(x[r, :])", 1));
+  cr_expect(strstr(m, "value may overflow f32: sum(x[r, :])"), "%s", m);
+}
+
+Test(ir, range_accepts_values_that_stay_inside_f32) {
+  range_ok("x: f32[R, C]", "x[r, :] * 1e38", 0);           /* [-1, 1] */
+  range_ok("x: f32[R, C] in(-80, 80)", "exp(x[r, :])", 0); /* e^80 */
+  range_ok("x: f32[R, C] in(-1e4, 1e4)", "sum(x[r, :] * x[r, :])", 1);
+  range_ok("x: f32[R, C], t: f32 = 0.5", "tanh(x[r, :] / t) * 1e30", 0);
+}
+
+Test(ir, range_keeps_z_minus_max_z_at_most_zero) {
+  /* exp(z - max(z)) <= 1 whatever z's range; plain intervals say e^400 */
+  range_ok("x: f32[R, C] in(-200, 200)", "exp(x[r, :] - max(x[r, :]))", 0);
+  const char *m = parse_error(range_src("x: f32[R, C] in(-200, 200)",
+                                        "exp(x[r, :] - min(x[r, :]))", 0));
+  cr_expect(strstr(m, "value may overflow f32: exp(x[r, :] - min(x[r, :]))"),
+            "%s", m);
+}
+
+Test(ir, range_bounds_a_mean_and_an_index_over_its_dim) {
+  range_ok("x: f32[R, C] in(-80, 80)", "exp(sum(x[r, :]) / C) + x[r, :]", 0);
+  range_ok("x: f32[R, C]", "exp(f32(c) / C * 80) + x[r, :]", 0);
+  range_ok("x: f32[R, C]", "exp(f32(r) / R * 80) + x[r, :]", 0);
+  /* c itself reaches 2^31 - 1, and e^(2^31) overflows */
+  const char *m =
+      parse_error(range_src("x: f32[R, C]", "exp(f32(c)) + x[r, :]", 0));
+  cr_expect(strstr(m, "value may overflow f32: exp(f32(c))"), "%s", m);
+}
+
+Test(ir, range_leaves_a_quotient_by_a_range_through_zero_unbounded) {
+  range_ok("x: f32[R, C]", "1 / x[r, :]", 0);
+  range_ok("x: f32[R, C]", "1e38 / x[r, :] * 1e38", 0);
+  range_ok("x: f32[R, C] in(0, 1)", "rsqrt(x[r, :]) + pow(x[r, :], -3)", 0);
+  range_ok("x: f32[R, C] in(0, 1)", "log(x[r, :]) * 1e30", 0);
+}
+
+Test(ir, range_accepts_infinities_the_kernel_means) {
+  range_ok("x: f32[R, C] in(-4, 4), m: i32[R, C] mask",
+           "exp(where(m[r, :] != 0, x[r, :], -inf) * 1e38)", 0);
+  range_ok("x: f32[R, C], n: i32[R] rowlen", "max(x[r, :]) * 1e38", 1);
+  range_ok("x: f32[R, C]", "x[r, :] * inf", 0);
+}
+
+Test(ir, range_does_not_check_f64_or_i32_values) {
+  const char *src = "kernel k(x: f64[R, C] in(10, 100), n: i32[R, C]) -> "
+                    "(y: f64[R, C], z: i32[R, C]) {\n"
+                    "  y[r, :] = x[r, :] * 1e300\n"
+                    "  z[r, :] = n[r, :] * 2147483647\n}\n";
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_expect_eq(lm_kernel_parse("test.lk", src, strlen(src), &k, &err), LM_OK,
+               "%s", err.msg);
+  lm_kernel_free(k);
+}
+
+Test(ir, range_refuses_an_f32_literal_past_f32_max) {
+  const char *m = parse_error(range_src("x: f32[R, C]", "x[r, :] + 1e39", 0));
+  cr_expect(strstr(m, "value may overflow f32: 1e+39 is in [1e+39, 1e+39]"),
+            "%s", m);
+}
+
+/* ---- limits the backend imposes ---- */
+
+Test(ir, a_kernel_at_every_limit_checks) {
+  /* 64 buffers (48 inputs, 16 outputs), each output stored through its 16
+   * views of step 16: 256 stores. */
+  static char src[32768];
+  size_t n = 0;
+  n += (size_t)snprintf(src + n, sizeof src - n, "kernel lim(");
+  for (int i = 0; i < 47; i++)
+    n += (size_t)snprintf(src + n, sizeof src - n, "x%d: f32[R, H], ", i);
+  n += (size_t)snprintf(src + n, sizeof src - n, "w: f32[R, 16*H]) -> (");
+  for (int i = 0; i < 16; i++)
+    n += (size_t)snprintf(src + n, sizeof src - n, "%sy%d: f32[R, 16*H]",
+                          i ? ", " : "", i);
+  n += (size_t)snprintf(src + n, sizeof src - n,
+                        ") {\n  t = x0[r, :] + w[r, 15::16]\n");
+  for (int i = 0; i < 16; i++)
+    for (int s = 0; s < 16; s++)
+      n += (size_t)snprintf(src + n, sizeof src - n, "  y%d[r, %d::16] = t\n",
+                            i, s);
+  snprintf(src + n, sizeof src - n, "}\n");
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_kernel_parse("lim.lk", src, strlen(src), &k, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_eq(k->nstores, LM_MAX_STORES);
+  cr_expect_eq(k->nparams, LM_MAX_BUFFERS);
+  lm_kernel_free(k);
 }

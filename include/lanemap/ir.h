@@ -170,6 +170,12 @@ typedef struct lm_kernel {
   lm_arena *arena;   /* owns everything above */
 } lm_kernel;
 
+/* Limits of a kernel that the checker enforces, because the backend and
+ * the cost model size their tables by them (docs/language.md, "Limits"). */
+#define LM_MAX_STORES 256   /* store statements */
+#define LM_MAX_BUFFERS 64   /* buffer parameters, inputs and outputs */
+#define LM_MAX_VIEW_STEP 16 /* a view's step: step x 16 lanes fit a shuffle */
+
 /* Parse and check a kernel source.  On error returns LM_EINPUT with
  * "file:line:col: error: message" in err, and *out stays NULL. */
 lm_status lm_kernel_parse(const char *file, const char *src, size_t len,
