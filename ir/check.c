@@ -400,7 +400,7 @@ static int pow_exponent(ck *c, const lm_ast *x, lm_loc loc) {
   if (x->kind != AST_NUM || !x->num_int)
     fail(c, loc, "pow exponent must be an integer literal, as in pow(x, 3)");
   if (x->num > 1e6)
-    fail(c, loc, "pow exponent %.17g is too large", x->num);
+    fail(c, loc, "pow exponent %s%.17g is too large (at most 1000000 in magnitude)", neg ? "-" : "", x->num);
   return neg ? -(int)x->num : (int)x->num;
 }
 
