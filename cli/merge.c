@@ -133,27 +133,6 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
   return rc;
 }
 
-/* Keys seen so far: open addressing over FNV-1a, size a power of two at
- * least twice the number of records. */
-typedef struct key_set {
-  char **slot;
-  size_t mask;
-} key_set;
-
-/* 1 if key was already in the set (and is freed), 0 if it was added. */
-static int key_seen(key_set *ks, char *key) {
-  size_t h = (size_t)lm_fnv1a(LM_FNV1A_INIT, key, strlen(key)) & ks->mask;
-  while (ks->slot[h]) {
-    if (strcmp(ks->slot[h], key) == 0) {
-      free(key);
-      return 1;
-    }
-    h = (h + 1) & ks->mask;
-  }
-  ks->slot[h] = key;
-  return 0;
-}
-
 /* mkdir -p: the folder and any missing parents. */
 static int make_dir(const char *dir) {
   struct stat sb;
@@ -205,7 +184,7 @@ int cmd_merge(int argc, char **argv) {
 
   lm_error err = {0};
   lm_records all = {0}; /* every record read, then the unique ones */
-  key_set ks = {0};
+  lm_strset *ks = NULL; /* the keys of the records kept */
   int *file_of = NULL; /* [all.n] the input each record came from */
   char *source = NULL; /* [all.n] 1: the file its case is taken from */
   char *out = NULL;    /* OUT/records.jsonl */
@@ -283,15 +262,11 @@ int cmd_merge(int argc, char **argv) {
     all.n += rs.n;
     free(rs.r); /* the records moved into all */
   }
-  size_t size = 16;
-  while (size < 2 * (size_t)all.n)
-    size *= 2;
-  if (!(ks.slot = calloc(size, sizeof *ks.slot))) {
+  if (!(ks = lm_strset_new())) {
     fprintf(stderr, "lanemap merge: out of memory\n");
     rc = LM_ESYS;
     goto done;
   }
-  ks.mask = size - 1;
   if (!(source = malloc((size_t)(all.n ? all.n : 1))) ||
       pick_sources(&all, file_of, ninputs, source) != 0) {
     fprintf(stderr, "lanemap merge: out of memory\n");
@@ -306,7 +281,10 @@ int cmd_merge(int argc, char **argv) {
       continue;
     }
     char *key = key_of(&all.r[i]);
-    if (!key) {
+    int64_t prior = -1;
+    lm_status ks_st = key ? lm_strset_add_str(ks, key, i, &prior) : LM_ESYS;
+    free(key);
+    if (ks_st != LM_OK) {
       fprintf(stderr, "lanemap merge: out of memory\n");
       for (int k = i; k < all.n; k++)
         lm_record_free(&all.r[k]);
@@ -314,7 +292,7 @@ int cmd_merge(int argc, char **argv) {
       rc = LM_ESYS;
       goto done;
     }
-    if (key_seen(&ks, key)) {
+    if (prior >= 0) {
       duplicates++;
       lm_record_free(&all.r[i]);
     } else {
@@ -364,9 +342,7 @@ done:
   lm_file_unlock(out_lock);
   free(out_real);
   free(out);
-  for (size_t j = 0; ks.slot && j <= ks.mask; j++)
-    free(ks.slot[j]);
-  free(ks.slot);
+  lm_strset_free(ks);
   free(file_of);
   free(source);
   lm_records_free(&all);
