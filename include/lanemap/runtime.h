@@ -60,6 +60,21 @@ void lm_pool_free(lm_take lm_pool *p);
 /* Worker threads besides the caller (0 for NULL). */
 int lm_pool_threads(lm_keep const lm_pool *p);
 
+/* What the pool's parallel launches did since it was created; counters
+ * only grow, so a caller takes two snapshots and subtracts (the noise
+ * verdict of the timing harness does).  Each worker counts in its own
+ * cache line and the caller under the launch lock, so counting adds no
+ * shared write to a launch. */
+typedef struct lm_pool_stats {
+  int64_t launches; /* launches that asked for more than one participant */
+  int64_t wanted;   /* worker slots they asked for (participants - 1) */
+  int64_t joined;   /* slots whose worker ran at least one chunk */
+  double late_ns;   /* sum over joined slots: launch to first chunk */
+} lm_pool_stats;
+/* A snapshot of p's counters (zeros for NULL).  Safe while launches run;
+ * a launch in flight may be counted in part. */
+void lm_pool_stats_get(lm_keep const lm_pool *p, lm_pool_stats *out);
+
 /* The process-wide pool, created on first use with one thread per allowed
  * CPU minus one (the caller is the last participant).  It lives until the
  * process exits.  NULL only if not even a pool without threads could be

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "lanemap/core.h"
+#include "lanemap/noise.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,13 +45,22 @@ typedef struct lm_timing_opts {
   double sample_ms;      /* target duration of one sample */
   lm_timing_order order; /* order of the entries within a round */
   int pin;               /* pin the caller to its current core while timing */
+  /* Time the canary (lm_noise_canary_run) as one more entry of every
+   * round, for the noise verdict's drift measure.  Default 1. */
+  int canary;
+  /* The pool whose parallel launches the verdict checks (workers that ran
+   * no chunk or joined late); NULL: none. */
+  const struct lm_pool *pool;
+  /* Limits of the verdict; NULL: lm_noise_limits_defaults. */
+  const lm_noise_limits *limits;
   /* Clock override for deterministic tests: NULL uses lm_now_ns. */
   double (*clock_ns)(void *clock_ctx);
   void *clock_ctx;
 } lm_timing_opts;
 
 /* warmup_ms 100, samples 7, sample_ms 30 (the reference report's protocol),
- * order LM_ORDER_PERMUTE, pin 1, clock_ns NULL. */
+ * order LM_ORDER_PERMUTE, pin 1, canary 1, pool NULL, limits NULL,
+ * clock_ns NULL. */
 void lm_timing_defaults(lm_timing_opts *o);
 /* LM_EINPUT with a message naming the bad field, else LM_OK. */
 lm_status lm_timing_opts_check(const lm_timing_opts *o, lm_error *err);
@@ -81,6 +91,11 @@ typedef struct lm_timing_result {
   double *ratio;
   int *order; /* [nsamples*n]: order[r*n+k] = entry timed k-th in round r */
   int pinned; /* 1 if the caller was pinned while timing */
+  /* The canary's samples, in the same rounds (name "canary"; reps 0 and no
+   * samples without opts.canary).  It is not one of the n entries. */
+  lm_timing_stats canary;
+  /* The verdict on this comparison (lanemap/noise.h). */
+  lm_noise noise;
 } lm_timing_result;
 
 /* Times n entries side by side with options o (NULL = defaults) and fills
