@@ -135,7 +135,15 @@ typedef struct lm_noise {
   int64_t wanted, missed;
   double late_ns;
   double wall_s;     /* wall time of the comparison */
+  int ncpu;          /* CPUs this process may run on (affinity) */
 } lm_noise;
+
+/* CPUs left for this process while the verdict's comparison ran: ncpu
+ * minus other_cpus (ncpu when other_cpus is unknown).  A variant with W
+ * workers was measured uncontended only when this is at least W - 0.05
+ * (LM_NOISE_FREE_SLACK). */
+#define LM_NOISE_FREE_SLACK 0.05
+double lm_noise_free_cpus(const lm_noise *n);
 
 /* A verdict with nothing measured: quiet, every measure NAN or 0. */
 void lm_noise_clear(lm_noise *n);
