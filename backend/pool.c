@@ -60,6 +60,8 @@
 typedef struct lm_pool_worker {
   _Alignas(LM_CACHE_LINE) _Atomic uint32_t wake; /* futex word, +1 per wake */
   _Atomic int parked; /* 1 while the worker is (about to be) asleep */
+  /* lm_pool_stats, written by this worker only */
+  _Atomic int64_t joined, late_ns;
   int index;          /* 0-based; participates when index < participants-1 */
   lm_pool *pool;
   pthread_t thread;
@@ -78,6 +80,9 @@ struct lm_pool {
   _Alignas(LM_CACHE_LINE) lm_entry_fn fn;
   const void *args;
   int64_t n, grain, nchunks;
+  int64_t launch_ns; /* when the job was published */
+  /* lm_pool_stats, written by the launching thread under launch_mu */
+  _Atomic int64_t launches, wanted;
   uint64_t gen; /* generation of the last published job */
   _Atomic int stop;
   pthread_mutex_t launch_mu; /* serializes launches from several threads */
@@ -146,23 +151,37 @@ static void lm_pool_run_inline(lm_entry_fn fn, const void *args, int64_t n,
     fn(args, first, n - first < grain ? n - first : grain);
 }
 
-/* Claims and runs chunks of the current job until none are left. */
-static void lm_pool_run_chunks(lm_pool *p) {
-  for (;;) {
+/* Claims and runs chunks of the current job until none are left; returns
+ * how many it ran. */
+static int64_t lm_pool_run_chunks(lm_pool *p) {
+  for (int64_t ran = 0;; ran++) {
     int64_t c = atomic_fetch_add(&p->next, 1);
     if (c >= p->nchunks)
-      return;
+      return ran;
     int64_t first = c * p->grain;
     int64_t left = p->n - first;
     p->fn(p->args, first, left < p->grain ? left : p->grain);
   }
 }
 
-/* Enters the job published as word s, runs chunks, leaves. */
-static void lm_pool_join(lm_pool *p, uint64_t s) {
+/* Worker w enters the job published as word s, runs chunks, leaves, and
+ * counts whether it ran any and how long after the launch it came. */
+static void lm_pool_join(lm_pool *p, lm_pool_worker *w, uint64_t s) {
+  int64_t entered = lm_pool_clock_ns();
   atomic_fetch_add(&p->refs, 1);
-  if (atomic_load(&p->job) == s)
-    lm_pool_run_chunks(p);
+  if (atomic_load(&p->job) == s) {
+    int64_t late = entered - p->launch_ns;
+    if (lm_pool_run_chunks(p) > 0) {
+      atomic_store_explicit(
+          &w->joined, atomic_load_explicit(&w->joined, memory_order_relaxed) + 1,
+          memory_order_relaxed);
+      atomic_store_explicit(
+          &w->late_ns,
+          atomic_load_explicit(&w->late_ns, memory_order_relaxed) +
+              (late > 0 ? late : 0),
+          memory_order_relaxed);
+    }
+  }
   atomic_fetch_sub(&p->refs, 1);
 }
 
@@ -192,7 +211,7 @@ static void *lm_pool_worker_main(void *arg) {
     if (s != last) {
       last = s;
       if (lm_pool_wants(w, s)) {
-        lm_pool_join(p, s);
+        lm_pool_join(p, w, s);
         deadline = lm_pool_clock_ns() + p->spin_ns;
       }
       continue;
@@ -415,6 +434,14 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   p->grain = grain;
   p->nchunks = nchunks;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+  p->launch_ns = lm_pool_clock_ns();
+  atomic_store_explicit(&p->launches,
+                        atomic_load_explicit(&p->launches, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  atomic_store_explicit(&p->wanted,
+                        atomic_load_explicit(&p->wanted, memory_order_relaxed) +
+                            part - 1,
+                        memory_order_relaxed);
   p->gen++;
   uint64_t s =
       (p->gen << JOB_GEN_SHIFT) | ((uint64_t)part << JOB_PART_SHIFT) | JOB_OPEN;
@@ -422,7 +449,7 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   for (int i = 0; i < (int)part - 1; i++)
     lm_pool_park_wake(&p->workers[i]);
 
-  lm_pool_run_chunks(p);
+  (void)lm_pool_run_chunks(p);
 
   atomic_store(&p->job, s & ~JOB_OPEN);
   lm_pool_wait_refs(p);
@@ -430,4 +457,17 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   lm_pool_current = outer;
   pthread_mutex_unlock(&p->launch_mu);
   return LM_OK;
+}
+
+void lm_pool_stats_get(const lm_pool *p, lm_pool_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (!p)
+    return;
+  out->launches = atomic_load_explicit(&p->launches, memory_order_relaxed);
+  out->wanted = atomic_load_explicit(&p->wanted, memory_order_relaxed);
+  for (int i = 0; i < p->nthreads; i++) {
+    out->joined += atomic_load_explicit(&p->workers[i].joined, memory_order_relaxed);
+    out->late_ns +=
+        (double)atomic_load_explicit(&p->workers[i].late_ns, memory_order_relaxed);
+  }
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "backend/affinity.h"
+#include "lanemap/runtime.h"
 
 /* Reps stop doubling here even if the clock never moved, so an entry that
  * does nothing cannot hang the calibration (2^40 calls of even 1 ns would
@@ -62,6 +63,9 @@ void lm_timing_defaults(lm_timing_opts *o) {
   o->sample_ms = 30.0;
   o->order = LM_ORDER_PERMUTE;
   o->pin = 1;
+  o->canary = 1;
+  o->pool = NULL;
+  o->limits = NULL;
   o->clock_ns = NULL;
   o->clock_ctx = NULL;
 }
@@ -267,13 +271,16 @@ void lm_timing_result_free(lm_timing_result *r) {
     }
   }
   free(r->stats);
+  free(r->canary.name);
+  free(r->canary.samples);
   free(r->ratio);
   free(r->order);
   memset(r, 0, sizeof *r);
 }
 
 static lm_status lm_timing_alloc(lm_timing_result *out, int n, int ns,
-                                 const lm_timed *items, lm_error *err) {
+                                 const lm_timed *items, int canary,
+                                 lm_error *err) {
   out->n = n;
   out->nsamples = ns;
   out->stats = calloc((size_t)n, sizeof *out->stats);
@@ -288,7 +295,47 @@ static lm_status lm_timing_alloc(lm_timing_result *out, int n, int ns,
     if (items[i].name && !(out->stats[i].name = strdup(items[i].name)))
       return lm_error_set(err, LM_ESYS, "timing: out of memory");
   }
+  lm_noise_clear(&out->noise);
+  if (canary && (!(out->canary.name = strdup("canary")) ||
+                 !(out->canary.samples = calloc((size_t)ns, sizeof(double)))))
+    return lm_error_set(err, LM_ESYS, "timing: out of memory");
   return LM_OK;
+}
+
+/* The noise verdict of a comparison: its entries' spread, the canary's
+ * drift, what other processes and the hypervisor took between load0 and
+ * load1, and what the watched pool's workers did. */
+static void lm_timing_verdict(const lm_timing_opts *o, lm_timing_result *out,
+                              const lm_sysload *load0, const lm_sysload *load1,
+                              const lm_pool_stats *pool0,
+                              const lm_pool_stats *pool1) {
+  lm_noise *nz = &out->noise;
+  lm_noise_clear(nz);
+  double *spreads = malloc((size_t)out->n * sizeof *spreads);
+  if (spreads) {
+    for (int i = 0; i < out->n; i++)
+      spreads[i] = out->stats[i].spread;
+    nz->spread = lm_timing_median(spreads, out->n);
+    free(spreads);
+  }
+  if (o->canary && out->canary.p50 > 0)
+    nz->canary = (out->canary.max - out->canary.min) / out->canary.p50;
+  lm_sysload_delta d;
+  lm_sysload_diff(load0, load1, &d);
+  nz->other_cpus = d.other_cpus;
+  nz->busiest_cpu = d.busiest_cpu;
+  nz->steal = d.steal;
+  nz->wall_s = d.wall_s;
+  nz->load_start = load0->load1;
+  nz->load_end = load1->load1;
+  nz->running_start = load0->running;
+  nz->running_end = load1->running;
+  nz->wanted = pool1->wanted - pool0->wanted;
+  int64_t joined = pool1->joined - pool0->joined;
+  nz->missed = nz->wanted > joined ? nz->wanted - joined : 0;
+  nz->late_ns = joined > 0 ? (pool1->late_ns - pool0->late_ns) / (double)joined
+                           : NAN;
+  lm_noise_judge(nz, o->limits);
 }
 
 lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
@@ -318,7 +365,7 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
                           items[i].name ? items[i].name : "unnamed");
 
   const int ns = o->samples;
-  if ((st = lm_timing_alloc(out, n, ns, items, err)) != LM_OK)
+  if ((st = lm_timing_alloc(out, n, ns, items, o->canary, err)) != LM_OK)
     goto error;
   scratch = malloc((size_t)ns * sizeof *scratch);
   if (!scratch) {
@@ -332,9 +379,20 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   }
   const lm_timing_clock clk = {o->clock_ns, o->clock_ctx};
 
+  lm_sysload load0, load1;
+  lm_pool_stats pool0, pool1;
+  lm_sysload_read(&load0);
+  lm_pool_stats_get(o->pool, &pool0);
+
   for (int i = 0; i < n; i++)
     out->stats[i].reps =
         lm_timing_calibrate(&clk, &items[i], o->sample_ms * 1e6);
+  const lm_timed canary = {"canary", lm_noise_canary_run, NULL};
+  /* the canary always runs on the real clock: it measures the machine, and
+   * a test clock that never moves would calibrate it to 2^40 reps */
+  const lm_timing_clock real = {NULL, NULL};
+  if (o->canary)
+    out->canary.reps = lm_timing_calibrate(&real, &canary, o->sample_ms * 1e6);
   lm_timing_warmup(&clk, n, items, out->stats, o->warmup_ms * 1e6);
 
   for (int r = 0; r < ns; r++) {
@@ -345,8 +403,15 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
       s->samples[r] =
           lm_timing_sample(&clk, &items[perm[k]], s->reps) / (double)s->reps;
     }
+    /* the canary closes every round, after whatever the entries left */
+    if (o->canary)
+      out->canary.samples[r] =
+          lm_timing_sample(&real, &canary, out->canary.reps) /
+          (double)out->canary.reps;
   }
 
+  lm_sysload_read(&load1);
+  lm_pool_stats_get(o->pool, &pool1);
   if (pin) {
     lm_affinity_restore(pin);
     pin = NULL;
@@ -354,6 +419,9 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
 
   for (int i = 0; i < n; i++)
     lm_timing_summarize(&out->stats[i], ns, scratch);
+  if (o->canary)
+    lm_timing_summarize(&out->canary, ns, scratch);
+  lm_timing_verdict(o, out, &load0, &load1, &pool0, &pool1);
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) {
       if (i == j) {
