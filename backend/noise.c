@@ -239,7 +239,7 @@ void lm_proc_scan_free(lm_proc_scan *s) {
 
 void lm_noise_limits_defaults(lm_noise_limits *l) {
   l->spread_max = 0.10;
-  l->canary_max = 0.05;
+  l->canary_max = 0.15;
   l->other_cpus_max = 0.05;
   l->steal_max = 0.05;
   l->missed_max = 0.5;
@@ -265,7 +265,12 @@ void lm_noise_judge(lm_noise *n, const lm_noise_limits *l) {
     r |= LM_NOISE_SPREAD;
   if (n->canary > l->canary_max)
     r |= LM_NOISE_CANARY;
-  if (n->other_cpus > l->other_cpus_max)
+  /* /proc/stat counts in ticks: every CPU's counter may be one tick off at
+   * each end, so a short comparison widens the limit by that resolution */
+  double tick_cpus = n->wall_s > 0 ? (n->ncpu > 0 ? n->ncpu : 1) *
+                                         (2.0 / ticks_per_s()) / n->wall_s
+                                   : 0;
+  if (n->other_cpus > l->other_cpus_max + tick_cpus)
     r |= LM_NOISE_BUSY;
   if (n->steal > l->steal_max)
     r |= LM_NOISE_STEAL;

@@ -96,13 +96,14 @@ typedef struct lm_noise_limits {
    * the interquartile range of a normal sample is 1.35 standard
    * deviations, so 0.10 here is stricter than pyperf's. */
   double spread_max;
-  /* Canary (max - min) / median across rounds.  Quiet runs of the project's
-   * 2-core VMs give 0.2-2% (docs/timing.md); a process sharing the core
-   * gives tens of percent. */
+  /* Canary (max - min) / median across rounds.  Quiet comparisons of 5
+   * rounds of 2 ms samples on the project's 2-core VM gave 2.4-10.3%; a
+   * process sharing the core gives tens to hundreds of percent, so 0.15. */
   double canary_max;
   /* Other processes' CPU time, in CPUs.  0.05 is the issue tracker's and
    * docs' definition of a quiet machine: no other process above 5% of a
-   * CPU. */
+   * CPU.  The limit is widened by the counters' resolution, two ticks per
+   * CPU over the comparison's wall time. */
   double other_cpus_max;
   /* Steal / total time.  The same 5%: a hypervisor that takes that much
    * from the guest is another tenant on the core. */
