@@ -74,8 +74,8 @@ lm_status lm_profile_save_calibrated(const lm_profile *p, const char *path,
   char why[1200];
   lm_profile_describe_noise(p, why, sizeof why);
   return lm_error_set(err, LM_EFAIL,
-                      "the calibration was %s; the profile was not %s %.300s "
-                      "but written to %.300s for inspection: rerun on a quiet "
-                      "machine, or pass --accept-noisy",
+                      "the calibration was %s; the profile was not %s %.300s; "
+                      "it was written to %.300s for inspection: rerun on a "
+                      "quiet machine, or pass --accept-noisy",
                       why, cache ? "cached as" : "written to", path, side);
 }

@@ -208,7 +208,9 @@ int cmd_calibrate(int argc, char **argv) {
     cli_print_profile(p, secs);
     print_noise(p);
     printf("wrote %s%s\n", wrote,
-           s == LM_OK && lm_profile_noisy(p) ? " (noisy, accepted)" : "");
+           s != LM_OK                ? " (noisy, not accepted)"
+           : lm_profile_noisy(p)     ? " (noisy, accepted)"
+                                     : "");
   }
   fflush(stdout);
   if (s != LM_OK) /* the refusal is the last line */
