@@ -224,6 +224,7 @@ static lm_status measure(Run *runs, int n, const lm_calib_opts *o, int samples,
   lm_timing_result tr = {0};
   free(v->fam);
   v->fam = NULL;
+  v->nfam = 0;
   lm_status s = lm_time_compare(&to, 2 * n, t, &tr, err);
   if (s == LM_OK && judge_families(runs, n, &tr, &lim, v) != LM_OK)
     s = lm_error_set(err, LM_ESYS, "calibration: out of memory");
