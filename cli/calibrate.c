@@ -160,7 +160,7 @@ int cmd_calibrate(int argc, char **argv) {
   lm_error err = {0};
   if (lm_isa_parse(isa, &o.isa, &err) != LM_OK)
     return cli_usage_error(usage, "calibrate", "%s", err.msg);
-  char path[1024], wrote[1024] = "";
+  char path[1024], wrote[1100] = "";
   int cache = !out;
   if (!out) {
     if (lm_profile_cache_path(lm_isa_name(o.isa), o.quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL,
