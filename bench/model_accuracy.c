@@ -171,7 +171,11 @@ int main(int argc, char **argv) {
       lm_calib_opts co;
       lm_calib_defaults(&co);
       fprintf(stderr, "calibrating (quick) into %s\n", cache);
-      if (lm_calibrate(&co, &prof, &err) || lm_profile_save(prof, cache, &err)) {
+      /* a noisy calibration is not cached (LANEMAP_ACCEPT_NOISY=1 accepts
+       * it), as for every lookup */
+      char wrote[1100];
+      if (lm_calibrate(&co, &prof, &err) ||
+          lm_profile_save_calibrated(prof, cache, 1, 0, wrote, sizeof wrote, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
       }

@@ -10,7 +10,13 @@
  * noisy benchmark counts less, and the fit is robust (Huber) against the
  * odd sample a shared machine produces.  The mixed kernels are not fitted:
  * they test whether the fitted costs compose as the model form says, and
- * give the overlap coefficient. */
+ * give the overlap coefficient.
+ *
+ * The timing's noise verdict goes into the profile with it: the harness
+ * judges the comparison as a whole (canary, other processes, steal, the
+ * median spread, and the shared pool the fork-join benchmarks launch on),
+ * and each family is judged on its own entries' median spread, and, when
+ * its variants run on more than one worker, on the pool's measures. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@
 
 #include "lanemap/calibrate.h"
 #include "lanemap/fit.h"
+#include "lanemap/runtime.h"
 #include "lanemap/verify.h"
 
 typedef struct Run {
@@ -33,6 +40,14 @@ typedef struct Run {
   double ns[2], spread[2], minv[2];
   int64_t reps[2];
 } Run;
+
+/* The verdict on the timing the fit used: the harness's on the whole
+ * comparison, and each family's own. */
+typedef struct Verdict {
+  lm_noise noise;
+  lm_profile_noisy_family *fam; /* [nfam]; family borrowed from the benches */
+  int nfam;
+} Verdict;
 
 typedef struct Item {
   Run *r;
@@ -141,9 +156,51 @@ static void run_free(Run *r) {
   lm_kernel_free(r->k);
 }
 
-/* Time every (benchmark, size) interleaved. */
+/* The families whose own measures pass a limit of l: the median spread
+ * of their entries (both sizes of every benchmark), and, for a family
+ * with a variant on more than one worker, the pool's measures, which the
+ * harness judged over the whole comparison but only such launches feed.
+ * The global measures are the verdict's, named once. */
+static lm_status judge_families(const Run *runs, int n,
+                                const lm_timing_result *tr,
+                                const lm_noise_limits *l, Verdict *v) {
+  double *spread = malloc(sizeof *spread * (size_t)(2 * n));
+  v->fam = calloc((size_t)n, sizeof *v->fam);
+  v->nfam = 0;
+  if (!spread || !v->fam) {
+    free(spread);
+    return LM_ESYS;
+  }
+  for (int i = 0; i < n; i++) {
+    const char *family = runs[i].b->family;
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++)
+      seen = strcmp(runs[j].b->family, family) == 0;
+    if (seen)
+      continue;
+    int m = 0, parallel = 0;
+    for (int j = i; j < n; j++)
+      if (strcmp(runs[j].b->family, family) == 0) {
+        spread[m++] = tr->stats[2 * j].spread;
+        spread[m++] = tr->stats[2 * j + 1].spread;
+        parallel |= runs[j].v.workers > 1;
+      }
+    lm_profile_noisy_family f = {family, 0, lm_timing_median(spread, m)};
+    if (f.spread > l->spread_max)
+      f.reasons |= LM_NOISE_SPREAD;
+    if (parallel)
+      f.reasons |= tr->noise.reasons & LM_NOISE_WORKERS;
+    if (f.reasons)
+      v->fam[v->nfam++] = f;
+  }
+  free(spread);
+  v->noise = tr->noise;
+  return LM_OK;
+}
+
+/* Time every (benchmark, size) interleaved, and judge the noise. */
 static lm_status measure(Run *runs, int n, const lm_calib_opts *o, int samples,
-                         double sample_ms, lm_error *err) {
+                         double sample_ms, Verdict *v, lm_error *err) {
   Item *items = calloc((size_t)n * 2, sizeof *items);
   lm_timed *t = calloc((size_t)n * 2, sizeof *t);
   for (int i = 0; i < n; i++)
@@ -157,8 +214,20 @@ static lm_status measure(Run *runs, int n, const lm_calib_opts *o, int samples,
   to.sample_ms = sample_ms;
   to.warmup_ms = o->quick ? 20 : 100;
   to.order = LM_ORDER_PERMUTE;
+  to.canary = 1;
+  /* the fork-join benchmarks launch on the shared pool (a NULL pool in
+   * lm_compiled_launch), whose workers the verdict watches */
+  to.pool = lm_pool_shared();
+  lm_noise_limits lim;
+  lm_noise_limits_defaults(&lim);
+  to.limits = &lim;
   lm_timing_result tr = {0};
+  free(v->fam);
+  v->fam = NULL;
+  v->nfam = 0;
   lm_status s = lm_time_compare(&to, 2 * n, t, &tr, err);
+  if (s == LM_OK && judge_families(runs, n, &tr, &lim, v) != LM_OK)
+    s = lm_error_set(err, LM_ESYS, "calibration: out of memory");
   if (s == LM_OK)
     for (int i = 0; i < 2 * n; i++) {
       Run *r = items[i].r;
@@ -329,7 +398,7 @@ static double composition(Run *runs, int n, const double *theta, cJSON *out) {
 static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const lm_fit_result *fr, const double *lo,
                             const double *hi, const int *measured,
-                            const lm_fingerprint *fp,
+                            const lm_fingerprint *fp, const Verdict *v,
                             lm_profile **out, lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
@@ -416,6 +485,11 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
     lm_profile_set_bootstrap(p, bs, fr->nboot, err);
     free(bs);
   }
+  if (lm_profile_set_noise(p, &v->noise, err) != LM_OK)
+    goto error;
+  for (int i = 0; i < v->nfam; i++)
+    if (lm_profile_add_noisy_family(p, &v->fam[i], err) != LM_OK)
+      goto error;
   *out = p;
   return LM_OK;
 error:
@@ -455,11 +529,12 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     lm_term_default(t, &c, &lo[t], &hi[t], &u);
   }
   lm_fit_result fr = {0};
+  Verdict verdict = {0};
   int measured[LM_T__COUNT];
   int samples = o->quick ? 5 : 9;
   double sample_ms = o->quick ? 1.5 : 6;
   if (s == LM_OK)
-    s = measure(runs, n, o, samples, sample_ms, err);
+    s = measure(runs, n, o, samples, sample_ms, &verdict, err);
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
     s = fit(runs, n, o, &fr, lo, hi, measured, err);
@@ -468,15 +543,16 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
      * quick mode flags at once, to stay within its time budget) */
     lm_fit_result_free(&fr);
     memset(&fr, 0, sizeof fr);
-    s = measure(runs, n, o, samples + 2, sample_ms * 2, err);
+    s = measure(runs, n, o, samples + 2, sample_ms * 2, &verdict, err);
     if (s == LM_OK)
       s = fit(runs, n, o, &fr, lo, hi, measured, err);
   }
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
-    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, out, err);
+    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);
+  free(verdict.fam);
   for (int i = 0; i < n; i++)
     run_free(&runs[i]);
   free(runs);

@@ -4,7 +4,9 @@
  * defaults, or a calibration run that fills the cache).  Every command that
  * prices variants goes through here, so they agree on what "the profile"
  * is.  Nothing prints: a fingerprint mismatch comes back as a warning in
- * lm_profile_found for the caller to show. */
+ * lm_profile_found for the caller to show.  A profile whose noise verdict
+ * is noisy passes only when the caller accepts it (noise_gate.c), and a
+ * noisy calibration is kept beside the cache, not in it. */
 #include <string.h>
 #include <unistd.h>
 
@@ -53,14 +55,20 @@ static lm_status cached(const lm_profile_lookup_opts *o, char *buf, size_t n,
 static lm_status load(const lm_profile_lookup_opts *o, lm_profile **out,
                       lm_profile_found *f, lm_error *err) {
   lm_status st = lm_profile_load(f->path, out, &f->info, err);
-  if (st != LM_OK || !o->require_isa ||
-      strcmp(lm_profile_get_isa(*out), lm_isa_name(o->isa)) == 0)
+  if (st != LM_OK)
     return st;
-  st = lm_error_set(err, LM_EINPUT,
-                    "%s: a profile of ISA target %s, not %s (calibrate with "
-                    "--isa %s)",
-                    f->path, lm_profile_get_isa(*out), lm_isa_name(o->isa),
-                    lm_isa_name(o->isa));
+  if (o->require_isa &&
+      strcmp(lm_profile_get_isa(*out), lm_isa_name(o->isa)) != 0)
+    st = lm_error_set(err, LM_EINPUT,
+                      "%s: a profile of ISA target %s, not %s (calibrate with "
+                      "--isa %s)",
+                      f->path, lm_profile_get_isa(*out), lm_isa_name(o->isa),
+                      lm_isa_name(o->isa));
+  else
+    st = lm_profile_check_noisy(*out, f->path, o->accept_noisy, err);
+  f->noisy = lm_profile_noisy(*out);
+  if (st == LM_OK)
+    return st;
   lm_profile_free(*out);
   *out = NULL;
   return st;
@@ -119,8 +127,14 @@ lm_status lm_profile_lookup(const lm_profile_lookup_opts *o, lm_profile **out,
       st = lm_calibrate(&co, out, err);
     f->calibrate_s = (lm_now_ns() - t0) / 1e9;
     f->source = LM_PROFILE_SOURCE_CALIBRATED;
-    if (st == LM_OK)
-      st = lm_profile_save(*out, f->path, err);
+    if (st == LM_OK) {
+      char wrote[sizeof f->path];
+      f->noisy = lm_profile_noisy(*out);
+      st = lm_profile_save_calibrated(*out, f->path, 1, o->accept_noisy, wrote,
+                                      sizeof wrote, err);
+      if (wrote[0])
+        strcpy(f->path, wrote);
+    }
     lm_file_unlock(lock);
     if (st != LM_OK) {
       lm_profile_free(*out);

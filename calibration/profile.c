@@ -89,6 +89,7 @@ void lm_profile_free(lm_profile *p) {
   free(p->loo);
   free(p->extra);
   free(p->boot);
+  lm_profile_noise_free(p);
   free(p);
 }
 
@@ -137,7 +138,8 @@ bool lm_profile_equal(const lm_profile *a, const lm_profile *b) {
     if (!same_text(a->loo[i].bench, b->loo[i].bench) ||
         !same_double(a->loo[i].rel_err, b->loo[i].rel_err))
       return false;
-  return same_doubles(a->boot, b->boot, (size_t)a->nboot * nt);
+  return same_doubles(a->boot, b->boot, (size_t)a->nboot * nt) &&
+         lm_profile_noise_equal(a, b);
 }
 
 const char *lm_profile_get_isa(const lm_profile *p) { return p->isa; }

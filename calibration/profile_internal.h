@@ -7,6 +7,7 @@
  *   profile.c        the object: constructor, getters, checked setters
  *   profile_write.c  the object as JSON text
  *   profile_read.c   JSON text back into a checked object
+ *   profile_noise.c  the noise verdict the profile records
  *   profile_cache.c  where a machine's profiles are kept */
 #ifndef LANEMAP_CALIBRATION_PROFILE_INTERNAL_H
 #define LANEMAP_CALIBRATION_PROFILE_INTERNAL_H
@@ -40,6 +41,10 @@ struct lm_profile {
   char *extra;  /* compact JSON object, numbers exact */
   double *boot; /* [nboot][nterms] */
   int nboot;
+  bool has_noise; /* a verdict is recorded */
+  lm_noise noise;
+  lm_profile_noisy_family *noisy; /* family owned */
+  int nnoisy, capnoisy;
 };
 
 /* What a number must be. */
@@ -95,5 +100,19 @@ lm_status lm_profile_extra_take(lm_profile *p, cJSON *j, const char *pre,
                                 lm_error *err);
 lm_status lm_profile_bootstrap_set(lm_profile *p, const double *coefs, int b,
                                    const char *pre, lm_error *err);
+/* The verdict, normalised through its JSON form; NULL clears it and the
+ * noisy families. */
+lm_status lm_profile_noise_set(lm_profile *p, const lm_noise *n,
+                               const char *pre, lm_error *err);
+lm_status lm_profile_noisy_add(lm_profile *p, const lm_profile_noisy_family *f,
+                               const char *pre, lm_error *err);
+/* The LM_NOISE_* bit called name ("spread", ...), 0 if none is. */
+unsigned lm_profile_noise_reason(const char *name);
+/* Every LM_NOISE_* bit. */
+#define LM_PROFILE_NOISE_REASONS                                               \
+  (LM_NOISE_SPREAD | LM_NOISE_CANARY | LM_NOISE_BUSY | LM_NOISE_STEAL |        \
+   LM_NOISE_WORKERS)
+void lm_profile_noise_free(lm_profile *p);
+bool lm_profile_noise_equal(const lm_profile *a, const lm_profile *b);
 
 #endif

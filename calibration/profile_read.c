@@ -72,8 +72,9 @@ static lm_status rd_numbers(Rd *r, const cJSON *a, int n, const char *per,
 }
 
 static const char *const top_fields[] = {
-    "schema", "isa",     "mode",      "units",       "created",   "fingerprint",
-    "terms",  "samples", "residuals", "diagnostics", "bootstrap", NULL};
+    "schema",      "isa",   "mode",           "units",     "created",
+    "fingerprint", "terms", "samples",        "residuals", "diagnostics",
+    "bootstrap",   "noise", "noisy_families", NULL};
 static const char *const fp_fields[] = {
     "hash",         "cpu_name",  "cpu_features",
     "llvm_version", "l1d_bytes", "l2_bytes",
@@ -85,6 +86,7 @@ static const char *const sample_fields[] = {
 static const char *const diag_fields[] = {"condition", "rank",  "rms_rel_err",
                                           "loo",       "extra", NULL};
 static const char *const loo_fields[] = {"bench", "rel_err", NULL};
+static const char *const noisy_fields[] = {"family", "reasons", "spread", NULL};
 
 static bool schema_version(const char *s, long *major, long *minor) {
   static const char prefix[] = "lanemap.profile/";
@@ -119,7 +121,8 @@ static lm_status rd_schema(Rd *r, const cJSON *root,
                          "version %d)",
                          j->valuestring, LM_PROFILE_SCHEMA,
                          LM_PROFILE_SCHEMA_MAJOR);
-  r->strict = minor == 0; /* this build writes minor version 0 */
+  /* this build knows the fields of every minor version up to its own */
+  r->strict = minor <= LM_PROFILE_SCHEMA_MINOR;
   return LM_OK;
 }
 
@@ -281,6 +284,57 @@ static lm_status rd_bootstrap(Rd *r, const cJSON *root, lm_profile *p) {
   return s;
 }
 
+/* The reasons of a noisy family: names of LM_NOISE_* bits, at least one. */
+static lm_status rd_reasons(Rd *r, const cJSON *obj, unsigned *out) {
+  const char *expect = "one of \"spread\", \"canary\", \"busy\", "
+                       "\"steal\", \"workers\"";
+  const cJSON *a = NULL;
+  lm_status s = lm_json_array(&r->j, obj, "reasons", 0, 1, INT_MAX, &a);
+  *out = 0;
+  for (const cJSON *c = a ? a->child : NULL; !s && c; c = c->next) {
+    unsigned bit =
+        cJSON_IsString(c) ? lm_profile_noise_reason(c->valuestring) : 0;
+    if (!bit)
+      return lm_json_expected(&r->j, c, NULL, expect);
+    *out |= bit;
+  }
+  return s;
+}
+
+/* The noise verdict (lanemap.profile/1.1), optional: a file without it
+ * loads with no verdict recorded. */
+static lm_status rd_noise(Rd *r, const cJSON *root, lm_profile *p) {
+  const cJSON *j = NULL, *a = NULL;
+  lm_status s = lm_json_object(&r->j, root, "noise", LM_JSON_OPTIONAL, &j);
+  if (s)
+    return s;
+  if (!j) {
+    if (lm_json_get(root, "noisy_families"))
+      return lm_json_error(&r->j, root, "noisy_families",
+                           "given without \"noise\", the verdict it belongs "
+                           "to");
+    return LM_OK;
+  }
+  lm_noise n;
+  lm_error inner = {0};
+  if (lm_noise_from_json(j, &n, &inner) != LM_OK)
+    return lm_json_error(&r->j, root, "noise", "%s", inner.msg);
+  if ((s = as_json(r, lm_profile_noise_set(p, &n, r->j.file, r->j.err))) ||
+      (s = lm_json_array(&r->j, root, "noisy_families", LM_JSON_OPTIONAL, 0,
+                         INT_MAX, &a)))
+    return s;
+  for (const cJSON *c = a ? a->child : NULL; !s && c; c = c->next) {
+    lm_profile_noisy_family f = {0};
+    (void)((s = lm_json_object(&r->j, c, NULL, 0, &c)) ||
+           (s = fields(r, c, noisy_fields)) ||
+           (s = lm_json_string(&r->j, c, "family", 0, 0, &f.family)) ||
+           (s = rd_reasons(r, c, &f.reasons)) ||
+           (s = rd_number(r, c, "spread", LM_WANT_NONNEG, &f.spread)) ||
+           (s = as_json(r, lm_profile_noisy_add(p, &f, r->j.file, r->j.err))));
+  }
+  return s;
+}
+
 static lm_status rd_profile(Rd *r, const cJSON *root, lm_profile **out,
                             lm_profile_load_info *info) {
   const char *isa = NULL, *mode = NULL, *units = NULL, *created = NULL;
@@ -306,7 +360,7 @@ static lm_status rd_profile(Rd *r, const cJSON *root, lm_profile **out,
   (void)((s = lm_profile_replace_text(&p->units, units, r->j.file, r->j.err)) ||
          (s = rd_fingerprint(r, root, &p->fp)) || (s = rd_terms(r, root, p)) ||
          (s = rd_samples(r, root, p)) || (s = rd_diagnostics(r, root, p)) ||
-         (s = rd_bootstrap(r, root, p)));
+         (s = rd_bootstrap(r, root, p)) || (s = rd_noise(r, root, p)));
   if (s) {
     lm_profile_free(p);
     return s;

@@ -121,6 +121,31 @@ static void write_bootstrap(Wr *w, cJSON *root, const lm_profile *p) {
     push(w, a, wnums(w, p->boot ? p->boot + (size_t)r * nt : NULL, nt));
 }
 
+/* The verdict and the noisy families (lanemap.profile/1.1); nothing when
+ * no verdict is recorded, so such a profile stays a lanemap.profile/1
+ * file. */
+static void write_noise(Wr *w, cJSON *root, const lm_profile *p) {
+  if (!p->has_noise)
+    return;
+  cJSON *n = lm_noise_to_json(&p->noise);
+  if (n && lm_json_exact(n, NULL) != LM_OK) {
+    cJSON_Delete(n);
+    n = NULL;
+  }
+  add(w, root, "noise", n);
+  cJSON *a = add(w, root, "noisy_families", cJSON_CreateArray());
+  for (int i = 0; i < p->nnoisy; i++) {
+    const lm_profile_noisy_family *f = &p->noisy[i];
+    cJSON *o = push(w, a, cJSON_CreateObject());
+    add(w, o, "family", cJSON_CreateString(f->family));
+    cJSON *r = add(w, o, "reasons", cJSON_CreateArray());
+    for (unsigned bit = 1; bit & LM_PROFILE_NOISE_REASONS; bit <<= 1)
+      if (f->reasons & bit)
+        push(w, r, cJSON_CreateString(lm_noise_reason_name(bit)));
+    add(w, o, "spread", lm_json_num(f->spread));
+  }
+}
+
 static lm_status to_text(const lm_profile *p, const char *pre, char **out,
                          lm_error *err) {
   *out = NULL;
@@ -133,7 +158,9 @@ static lm_status to_text(const lm_profile *p, const char *pre, char **out,
     return s;
   Wr w = {false};
   cJSON *root = cJSON_CreateObject();
-  add(&w, root, "schema", cJSON_CreateString(LM_PROFILE_SCHEMA));
+  add(&w, root, "schema",
+      cJSON_CreateString(p->has_noise ? LM_PROFILE_SCHEMA_NOISE
+                                      : LM_PROFILE_SCHEMA));
   add(&w, root, "isa", cJSON_CreateString(p->isa));
   add(&w, root, "mode", cJSON_CreateString(lm_profile_mode_name(p->mode)));
   add(&w, root, "units", cJSON_CreateString(p->units));
@@ -143,6 +170,7 @@ static lm_status to_text(const lm_profile *p, const char *pre, char **out,
   write_samples(&w, root, p);
   write_diagnostics(&w, root, p);
   write_bootstrap(&w, root, p);
+  write_noise(&w, root, p);
   lm_status st = !w.oom && root ? lm_json_print(root, true, out, NULL, err)
                                 : lm_profile_oom(pre, err);
   cJSON_Delete(root);

@@ -1,7 +1,10 @@
 /* lanemap calibrate: measure this machine for one ISA target and write a
  * profile (to --out, else to the per-fingerprint cache), then print the
  * fit's diagnostics: coefficients with bootstrap spreads, flags, condition
- * number, rank, leave-one-benchmark-out errors and the composition check. */
+ * number, rank, leave-one-benchmark-out errors, the composition check, and
+ * the noise verdict on the timing.  A noisy calibration is not written as
+ * the machine's profile unless --accept-noisy (or LANEMAP_ACCEPT_NOISY=1)
+ * says so: it goes beside, as NAME.noisy.json, and the command exits 1. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,13 +21,18 @@
 
 static const char usage[] =
     "usage: lanemap calibrate [--quick | --full] [--isa I] [--out F.json] [--json]\n"
+    "                         [--accept-noisy]\n"
     "  Run the micro-benchmark families through the backend, fit per-ISA costs,\n"
     "  write the profile (default: the cache, see docs/profile.md).\n"
-    "  --quick      the quick suite (default), about 15 s\n"
-    "  --full       the full suite with memory-sized working sets\n"
-    "  --isa I      sse4.2, avx2, avx512 or host (default host)\n"
-    "  --json       print the summary as JSON instead of tables\n"
-    "exit codes: 0 ok, 2 bad input, 3 cannot write the profile\n";
+    "  --quick         the quick suite (default), about 15 s\n"
+    "  --full          the full suite with memory-sized working sets\n"
+    "  --isa I         sse4.2, avx2, avx512 or host (default host)\n"
+    "  --json          print the summary as JSON instead of tables\n"
+    "  --accept-noisy  write the profile even when its timing was noisy (flagged\n"
+    "                  inside); without it a noisy profile goes to F.noisy.json\n"
+    "                  and is not the machine's profile (also LANEMAP_ACCEPT_NOISY=1)\n"
+    "exit codes: 0 ok, 1 noisy calibration not accepted, 2 bad input,\n"
+    "  3 cannot write the profile\n";
 
 static void bar(void *ctx, int done, int total, const char *what) {
   (void)ctx;
@@ -82,11 +90,48 @@ void cli_print_profile(const lm_profile *p, double seconds) {
   cJSON_Delete(x);
 }
 
+/* The noise verdict: which families were noisy by what measure, and the
+ * load around the timing. */
+static void print_noise(const lm_profile *p) {
+  char why[1200];
+  printf("noise: %s\n", lm_profile_describe_noise(p, why, sizeof why));
+  const lm_noise *n = lm_profile_get_noise(p);
+  if (!n)
+    return;
+  char other[32] = "unknown", steal[32] = "unknown";
+  if (!isnan(n->other_cpus))
+    snprintf(other, sizeof other, "%.2f CPU", n->other_cpus);
+  if (!isnan(n->steal))
+    snprintf(steal, sizeof steal, "%.1f%%", 100 * n->steal);
+  printf("load average %.2f -> %.2f, other processes %s, steal %s\n",
+         n->load_start, n->load_end, other, steal);
+}
+
+/* The verdict for --json: lm_noise_to_json's object and the families. */
+static void add_noise_json(cJSON *j, const lm_profile *p) {
+  const lm_noise *n = lm_profile_get_noise(p);
+  cJSON_AddBoolToObject(j, "noisy", lm_profile_noisy(p));
+  if (n)
+    cJSON_AddItemToObject(j, "noise", lm_noise_to_json(n));
+  cJSON *a = cJSON_AddArrayToObject(j, "noisy_families");
+  for (int i = 0; i < lm_profile_nnoisy_families(p); i++) {
+    const lm_profile_noisy_family *f = lm_profile_noisy_family_at(p, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "family", f->family);
+    cJSON *r = cJSON_AddArrayToObject(o, "reasons");
+    for (unsigned bit = LM_NOISE_SPREAD; bit <= LM_NOISE_WORKERS; bit <<= 1)
+      if (f->reasons & bit)
+        cJSON_AddItemToArray(r, cJSON_CreateString(lm_noise_reason_name(bit)));
+    cJSON_AddNumberToObject(o, "spread", f->spread);
+    cJSON_AddItemToArray(a, o);
+  }
+}
+
 int cmd_calibrate(int argc, char **argv) {
   lm_calib_opts o;
   lm_calib_defaults(&o);
   const char *out = NULL, *isa = "host";
-  int json = 0;
+  int json = 0, accept = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val;
     int r = 0;
@@ -105,6 +150,8 @@ int cmd_calibrate(int argc, char **argv) {
       o.quick = 0, r = 1;
     else if (cli_arg_flag(a, "--json"))
       json = r = 1;
+    else if (cli_arg_flag(a, "--accept-noisy"))
+      accept = r = 1;
     else
       return cli_usage_error(usage, "calibrate", "unexpected argument '%s'", a);
     if (r < 0)
@@ -113,7 +160,8 @@ int cmd_calibrate(int argc, char **argv) {
   lm_error err = {0};
   if (lm_isa_parse(isa, &o.isa, &err) != LM_OK)
     return cli_usage_error(usage, "calibrate", "%s", err.msg);
-  char path[1024];
+  char path[1024], wrote[1100] = "";
+  int cache = !out;
   if (!out) {
     if (lm_profile_cache_path(lm_isa_name(o.isa), o.quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL,
                               path, sizeof path, &err) != LM_OK) {
@@ -133,29 +181,40 @@ int cmd_calibrate(int argc, char **argv) {
   lm_status s = lm_calibrate(&o, &p, &err);
   double secs = now_s() - t0;
   if (s == LM_OK)
-    s = lm_profile_save(p, out, &err);
-  if (s != LM_OK) {
+    s = lm_profile_save_calibrated(p, out, cache, accept, wrote, sizeof wrote,
+                                   &err);
+  if (s != LM_OK && !wrote[0]) {
     fprintf(stderr, "lanemap calibrate: %s\n", err.msg);
     lm_profile_free(p);
     return s;
   }
+  /* written: as the machine's profile, or refused and kept beside it */
   if (json) {
     cJSON *j = cJSON_CreateObject();
     lm_profile_diagnostics d = lm_profile_get_diagnostics(p);
     cJSON_AddStringToObject(j, "schema", "lanemap.calibrate/1");
-    cJSON_AddStringToObject(j, "profile", out);
+    cJSON_AddStringToObject(j, "profile", wrote);
     cJSON_AddNumberToObject(j, "seconds", secs);
     cJSON_AddNumberToObject(j, "condition", isfinite(d.condition) ? d.condition : -1);
     cJSON_AddNumberToObject(j, "rank", d.rank);
     cJSON_AddNumberToObject(j, "rms_rel_err", d.rms_rel_err);
+    add_noise_json(j, p);
+    cJSON_AddBoolToObject(j, "accepted", s == LM_OK);
     char *t = cJSON_PrintUnformatted(j);
     puts(t);
     free(t);
     cJSON_Delete(j);
   } else {
     cli_print_profile(p, secs);
-    printf("wrote %s\n", out);
+    print_noise(p);
+    printf("wrote %s%s\n", wrote,
+           s != LM_OK                ? " (noisy, not accepted)"
+           : lm_profile_noisy(p)     ? " (noisy, accepted)"
+                                     : "");
   }
+  fflush(stdout);
+  if (s != LM_OK) /* the refusal is the last line */
+    fprintf(stderr, "lanemap calibrate: %s\n", err.msg);
   lm_profile_free(p);
-  return LM_OK;
+  return s;
 }

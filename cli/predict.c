@@ -11,26 +11,37 @@
 
 static const char usage[] =
     "usage: lanemap predict KERNEL --shape R,C [--variant V[,V...] | --all]\n"
-    "                      [--isa I] [--profile P | --default-profile] [--explain] [--json]\n"
+    "                      [--isa I] [--profile P | --default-profile] [--accept-noisy]\n"
+    "                      [--explain] [--json]\n"
     "  Predict every variant's time (ns per launch) and rank them.\n"
     "  --profile P        a profile file (default: the cached one for the ISA)\n"
     "  --default-profile  the uncalibrated named defaults\n"
+    "  --accept-noisy     use a profile whose calibration timing was noisy (else\n"
+    "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --explain          per-term breakdown of each prediction\n"
-    "exit codes: 0 ok, 2 bad input (no profile, bad kernel, shape or variant)\n";
+    "exit codes: 0 ok, 1 a noisy profile refused, 2 bad input (no profile, bad\n"
+    "            kernel, shape or variant)\n";
 
 /* The profile given, else the defaults (--default-profile), else the
- * cached one for the ISA (quick, then full); its fingerprint warning. */
+ * cached one for the ISA (quick, then full); its fingerprint warning, and
+ * the verdict of a noisy profile accepted. */
 static lm_status profile_for(const char *path, int use_default, lm_isa isa,
-                             lm_profile **out, lm_error *err) {
+                             int accept_noisy, lm_profile **out, lm_error *err) {
   lm_profile_lookup_opts lo;
   lm_profile_lookup_defaults(&lo);
   lo.path = path;
   lo.use_defaults = use_default;
   lo.isa = isa;
+  lo.accept_noisy = accept_noisy;
   lm_profile_found found;
   lm_status s = lm_profile_lookup(&lo, out, &found, err);
   if (s == LM_OK && found.info.fingerprint_diffs > 0)
     fprintf(stderr, "lanemap: warning: %s\n", found.info.warning);
+  if (s == LM_OK && found.noisy) {
+    char why[1200];
+    fprintf(stderr, "lanemap: warning: %s: accepted a noisy profile: %s\n", found.path,
+            lm_profile_describe_noise(*out, why, sizeof why));
+  }
   return s;
 }
 
@@ -68,7 +79,7 @@ static void explain(const lm_prediction *p) {
 
 int cmd_predict(int argc, char **argv) {
   const char *file = NULL, *shape_s = NULL, *list = NULL, *isa_s = "host", *prof = NULL;
-  int all = 0, expl = 0, json = 0, dflt = 0;
+  int all = 0, expl = 0, json = 0, dflt = 0, accept = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val;
     int r = 0;
@@ -92,6 +103,8 @@ int cmd_predict(int argc, char **argv) {
       json = r = 1;
     else if (cli_arg_flag(a, "--default-profile"))
       dflt = r = 1;
+    else if (cli_arg_flag(a, "--accept-noisy"))
+      accept = r = 1;
     else if (a[0] == '-' && a[1])
       return cli_usage_error(usage, "predict", "unknown option '%s'", a);
     else if (!file)
@@ -121,7 +134,7 @@ int cmd_predict(int argc, char **argv) {
   if (s == LM_OK)
     s = cli_variants(k, list, all, all ? isa_s : NULL, &vs, &nv, &err);
   if (s == LM_OK)
-    s = profile_for(prof, dflt, isa, &p, &err);
+    s = profile_for(prof, dflt, isa, accept, &p, &err);
   if (s != LM_OK)
     goto done;
   rk = calloc((size_t)nv, sizeof *rk);

@@ -13,7 +13,7 @@
 
 static const char usage[] =
     "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
-    "                    [--threshold] [--robust] [--time-limit S] [--mip-gap G]\n"
+    "                    [--accept-noisy] [--threshold] [--robust] [--time-limit S] [--mip-gap G]\n"
     "                    [--method auto|joint] [--no-presolve] [--no-prune]\n"
     "                    [--json] [--verbose]\n"
     "  Predict every (kernel, bucket, variant), choose what to compile and which\n"
@@ -24,6 +24,8 @@ static const char usage[] =
     "                     each prices the target it was calibrated for, and a\n"
     "                     target without one takes its cached profile\n"
     "  --default-profile  the uncalibrated named defaults\n"
+    "  --accept-noisy     use a profile whose calibration timing was noisy (else\n"
+    "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --threshold        dispatch by R thresholds (contiguous runs per variant)\n"
     "  --robust           minimise the worst case over the bootstrap profiles\n"
     "  --time-limit S     seconds for the whole solve (default 10)\n"
@@ -33,8 +35,8 @@ static const char usage[] =
     "  --no-prune         keep dominated variants\n"
     "  --json             the report as one JSON object on stdout\n"
     "  --verbose          GLPK's terminal output\n"
-    "exit codes: 0 plan written, 1 no plan within the time limit, 2 bad input or\n"
-    "            budgets no plan meets, 3 I/O\n";
+    "exit codes: 0 plan written, 1 no plan within the time limit or a noisy\n"
+    "            profile refused, 2 bad input or budgets no plan meets, 3 I/O\n";
 
 static lm_status parse_pos(const char *what, const char *text, double *out,
                            int allow_zero, lm_error *err) {
@@ -47,13 +49,19 @@ static lm_status parse_pos(const char *what, const char *text, double *out,
   return LM_OK;
 }
 
-/* The profile lookup o asks for, printing its fingerprint warning. */
+/* The profile lookup o asks for, printing its fingerprint warning and,
+ * for a noisy profile accepted, its verdict. */
 static lm_status lookup_profile(const lm_profile_lookup_opts *o, lm_profile **out,
                                 lm_error *err) {
   lm_profile_found found;
   lm_status s = lm_profile_lookup(o, out, &found, err);
   if (s == LM_OK && found.info.fingerprint_diffs > 0)
     fprintf(stderr, "lanemap: warning: %s\n", found.info.warning);
+  if (s == LM_OK && found.noisy) {
+    char why[1200];
+    fprintf(stderr, "lanemap: warning: %s: accepted a noisy profile: %s\n", found.path,
+            lm_profile_describe_noise(*out, why, sizeof why));
+  }
   return s;
 }
 
@@ -61,7 +69,7 @@ int cmd_solve(int argc, char **argv) {
   const char *file = NULL, *outp = NULL, *prof = NULL;
   const char *profpath[LM_ISA__COUNT]; /* --profile, once per ISA target */
   int nprof = 0;
-  int dflt = 0, json = 0;
+  int dflt = 0, json = 0, accept = 0;
   lm_error err = {0};
   lm_solve_opts so;
   lm_solve_defaults(&so);
@@ -98,6 +106,8 @@ int cmd_solve(int argc, char **argv) {
                                val);
     } else if (cli_arg_flag(a, "--default-profile"))
       dflt = r = 1;
+    else if (cli_arg_flag(a, "--accept-noisy"))
+      accept = r = 1;
     else if (cli_arg_flag(a, "--threshold"))
       so.threshold = r = 1;
     else if (cli_arg_flag(a, "--robust"))
@@ -146,6 +156,7 @@ int cmd_solve(int argc, char **argv) {
     lm_profile_lookup_opts lo;
     lm_profile_lookup_defaults(&lo);
     lo.path = profpath[f];
+    lo.accept_noisy = accept;
     if ((s = lookup_profile(&lo, &p, &err)) != LM_OK)
       break;
     const char *pisa = lm_profile_get_isa(p);
@@ -175,6 +186,7 @@ int cmd_solve(int argc, char **argv) {
     lm_profile_lookup_defaults(&lo);
     lo.use_defaults = dflt;
     lo.isa = w->isa[i];
+    lo.accept_noisy = accept;
     if (!owned[i] && (s = lookup_profile(&lo, &owned[i], &err)) != LM_OK)
       break;
     profs[i] = owned[i];

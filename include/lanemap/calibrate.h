@@ -37,7 +37,10 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
                      lm_give lm_calib_bench **out);
 void lm_calib_benches_free(lm_take lm_calib_bench *b, int n);
 
-/* Run the suite and fit a profile. */
+/* Run the suite and fit a profile.  The profile records the noise
+ * verdict of the timing (lm_profile_get_noise) and the families it found
+ * noisy; it is returned either way, and the caller decides whether to keep
+ * it (lm_profile_save_calibrated). */
 lm_status lm_calibrate(const lm_calib_opts *o, lm_give lm_profile **out,
                        lm_error *err);
 
@@ -72,8 +75,14 @@ typedef struct lm_profile_lookup_opts {
   int require_isa;   /* 1: a file or cache entry of another ISA is LM_EINPUT */
   lm_profile_missing missing; /* what an empty cache gives */
   lm_calib_opts calib; /* progress and seed when calibrating (isa, quick set) */
+  /* 0: a profile whose noise verdict is noisy is refused (LM_EFAIL), and
+   * a noisy calibration is not cached but kept beside the cache entry;
+   * 1: both are used, and the calibration is cached with its verdict.
+   * LANEMAP_ACCEPT_NOISY=1 in the environment counts as 1. */
+  int accept_noisy;
 } lm_profile_lookup_opts;
-/* host, any mode, no ISA check, an empty cache is an error. */
+/* host, any mode, no ISA check, an empty cache is an error, noisy
+ * profiles refused. */
 void lm_profile_lookup_defaults(lm_profile_lookup_opts *o);
 
 typedef enum lm_profile_source {
@@ -91,11 +100,45 @@ typedef struct lm_profile_found {
   char path[1024];           /* the file read or written; "" for defaults */
   double calibrate_s;        /* calibration wall time, 0 if none ran */
   lm_profile_load_info info; /* a fingerprint warning for the caller */
+  bool noisy; /* the profile's noise verdict is noisy, and was accepted */
 } lm_profile_found;
 
 lm_status lm_profile_lookup(const lm_profile_lookup_opts *o,
                             lm_give lm_profile **out, lm_profile_found *found,
                             lm_error *err);
+
+/* ---- noisy profiles --------------------------------------------------
+ * A profile calibrated while something else ran is refused unless the
+ * caller accepts it (docs/calibration.md, "Noisy calibrations").
+ * calibration/noise_gate.c. */
+
+/* The opt-in to noisy profiles: accept (a caller's --accept-noisy), or
+ * LANEMAP_ACCEPT_NOISY=1 in the environment, for tests and CI that
+ * calibrate beside other measuring processes.  The one place the variable
+ * is read. */
+int lm_profile_accept_noisy(int accept);
+
+/* Where a noisy calibration meant for path is kept: path without a final
+ * ".json", then ".noisy.json". */
+lm_status lm_profile_noisy_path(const char *path, char *buf, size_t n,
+                                lm_error *err);
+
+/* LM_EFAIL when p is noisy (lm_profile_noisy) and accept is 0, with a
+ * message that names path (the file p was read from), the verdict and
+ * --accept-noisy; else LM_OK. */
+lm_status lm_profile_check_noisy(lm_keep const lm_profile *p, const char *path,
+                                 int accept, lm_error *err);
+
+/* Keep a profile calibrated just now.  Quiet, or noisy and accepted: saved
+ * as path.  Noisy and not accepted: saved as lm_profile_noisy_path(path)
+ * instead, so nothing measured is lost and the user can inspect it, and
+ * the result is LM_EFAIL with a message that says which families were
+ * noisy by what measure, that path (the cache, if cache is 1) was not
+ * written, where the profile is, and how to proceed.  Both writes are
+ * atomic.  wrote[n] gets the file written ("" if none). */
+lm_status lm_profile_save_calibrated(lm_keep const lm_profile *p,
+                                     const char *path, int cache, int accept,
+                                     char *wrote, size_t n, lm_error *err);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,8 @@
  * Ownership: an lm_profile owns copies of everything set into it.  Pointers
  * returned by getters are borrowed and stay valid until the profile is
  * freed or the same field is set again.  On disk a profile is one JSON
- * file, schema "lanemap.profile/1" (docs/profile.md); a file of the same
+ * file, schema "lanemap.profile/1", or "lanemap.profile/1.1" when it
+ * records a noise verdict (docs/profile.md); a file of the same
  * major version loads (a later minor version's added fields are skipped; in
  * a file of this version an unknown field is an error), another major
  * version is an error naming both versions. */
@@ -22,6 +23,7 @@
 
 #include "lanemap/core.h"
 #include "lanemap/costmodel.h"
+#include "lanemap/noise.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +31,11 @@ extern "C" {
 
 #define LM_PROFILE_SCHEMA "lanemap.profile/1"
 #define LM_PROFILE_SCHEMA_MAJOR 1
+/* The minor version that adds the noise verdict ("noise",
+ * "noisy_families"): a profile that records one is written as
+ * lanemap.profile/1.1, so builds that predate it skip those fields. */
+#define LM_PROFILE_SCHEMA_MINOR 1
+#define LM_PROFILE_SCHEMA_NOISE "lanemap.profile/1.1"
 
 /* ---- machine fingerprint ------------------------------------------------- */
 
@@ -191,6 +198,51 @@ lm_status lm_profile_set_bootstrap(lm_keep lm_profile *p, const double *coefs,
                                    int b, lm_error *err);
 /* Row-major [*b][nterms]; NULL when *b is 0. */
 const double *lm_profile_get_bootstrap(lm_keep const lm_profile *p, int *b);
+
+/* ---- the noise verdict ---------------------------------------------------
+ *
+ * Whether the timing behind the samples was fit to decide with: the
+ * verdict of the comparison that timed them (lanemap/noise.h), and the
+ * families whose own measures passed a limit.  The global measures
+ * (canary, busy, steal, the overall spread) concern every family and are
+ * kept once, in the verdict; a family names only its own: the median
+ * spread of its entries, and the pool's measures for a family that
+ * launches on more than one worker.  A profile without a verdict (the
+ * defaults, or one of a build before lanemap.profile/1.1) has none
+ * recorded, and counts as quiet. */
+
+typedef struct lm_profile_noisy_family {
+  const char *family; /* names a sample's family */
+  unsigned reasons;   /* LM_NOISE_* bits, at least one */
+  double spread;      /* median spread of the family's entries, >= 0 */
+} lm_profile_noisy_family;
+
+/* Record the verdict n (NULL: none).  The noisy families belonged to the
+ * verdict before, so they are dropped; add them after.  The verdict is
+ * stored as lm_noise_to_json writes it and lm_noise_from_json reads
+ * it back, so what is in memory is what a save and a load give. */
+lm_status lm_profile_set_noise(lm_keep lm_profile *p, const lm_noise *n,
+                               lm_error *err);
+/* The verdict; NULL when none is recorded. */
+const lm_noise *lm_profile_get_noise(lm_keep const lm_profile *p);
+/* A noisy family: after the verdict, naming a sample's family once,
+ * reasons known LM_NOISE_* bits (at least one). */
+lm_status lm_profile_add_noisy_family(lm_keep lm_profile *p,
+                                      const lm_profile_noisy_family *f,
+                                      lm_error *err);
+int lm_profile_nnoisy_families(lm_keep const lm_profile *p);
+const lm_profile_noisy_family *
+lm_profile_noisy_family_at(lm_keep const lm_profile *p, int i);
+/* The verdict is noisy, or some family is: the profile's coefficients
+ * rest on disturbed measurements. */
+bool lm_profile_noisy(lm_keep const lm_profile *p);
+/* The verdict for people, into buf (always terminated); returns buf:
+ *   quiet (no verdict recorded)
+ *   quiet
+ *   noisy: every family: canary drift 12% > 5%; forkjoin: workers ...;
+ *   math: spread 14% > 10% */
+const char *lm_profile_describe_noise(lm_keep const lm_profile *p, char *buf,
+                                      size_t n);
 
 /* ---- the cost model's coefficients ---------------------------------------
  *
