@@ -369,7 +369,14 @@ static lm_status resume(const Eval *e, Target *t, lm_error *err) {
         c->v[v].times = p->v[v].times; /* moved */
         c->v[v].ntimes = p->v[v].ntimes;
         p->v[v].times = NULL;
+        c->v[v].confirmed = p->v[v].confirmed;
+        c->v[v].ctimes = p->v[v].ctimes; /* moved */
+        c->v[v].nctimes = p->v[v].nctimes;
+        p->v[v].ctimes = NULL;
+        c->v[v].contended = p->v[v].contended;
       }
+      c->noise = p->noise;
+      c->attempts = p->attempts;
       t->done[i] = used[j] = 1;
       t->ndone++;
       break;
