@@ -129,9 +129,10 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
                                                            : 0.0) != NULL;
     }
     if (ok)
-      ok = add_num(x, "confirmed", v->confirmed * 1e-9) &&
+      ok = (!(v->confirmed > 0) ||
+            add_num(x, "confirmed", v->confirmed * 1e-9)) &&
            (!v->contended || cJSON_AddTrueToObject(x, "contended"));
-    if (ok && v->nctimes > 0 && isfinite(v->confirmed)) {
+    if (ok && v->nctimes > 0 && v->confirmed > 0) {
       cJSON *a = cJSON_AddArrayToObject(x, "confirmed_times");
       ok = a != NULL;
       for (int k = 0; ok && k < v->nctimes; k++) {
