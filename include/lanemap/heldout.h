@@ -248,12 +248,16 @@ void lm_eval_run_free(lm_eval_run *run);
  * malloc'ed, each record to be freed with lm_record_free.  fingerprint
  * NULL: run->fingerprint.  Fields added in extra: case, split,
  * case_variant (index), case_variants, pred_cross, pred_default,
- * pred_roofline (s), spread, terms_ns (run->term_names -> ns). */
+ * pred_roofline (s), spread, terms_ns (run->term_names -> ns), and, each
+ * optional, confirmed and confirmed_times (s), contended (true), noise
+ * (lm_noise_to_json) and attempts (when c->attempts > 0). */
 lm_status lm_eval_case_records(lm_keep const lm_eval_case *c,
                                lm_keep const lm_eval_run *run,
                                const char *fingerprint, lm_give lm_record **out,
                                int *n, lm_error *err);
-/* Rebuild the cases of records: a case is complete when it has as many
+/* Rebuild the cases of records (a record without the optional fields above
+ * reads as unconfirmed, uncontended, attempts 0: verdict unknown; a bad
+ * one is LM_EINPUT naming the record): a case is complete when it has as many
  * records as its "case_variants" field says; incomplete cases are dropped
  * and counted in *incomplete.  Records repeated across files (merging
  * overlapping shards) are deduplicated by (case id, variant). Cases come
