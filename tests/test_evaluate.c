@@ -440,3 +440,87 @@ Test(evaluate, lm_evaluate_refuses_bad_options_with_einput) {
     cr_expect(strstr(err.msg, bad[i].msg) != NULL, "case %d: %s", i, err.msg);
   }
 }
+
+Test(evaluate, a_noisy_case_is_measured_again_and_keeps_its_verdict) {
+  /* limits no measurement can meet: every verdict is noisy, whatever the
+   * machine does, so every case is measured 1 + LM_EVALUATE_REMEASURE
+   * times and stays noisy */
+  char out[600], path[700];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  static lm_noise_limits never;
+  lm_noise_limits_defaults(&never);
+  never.spread_max = -1;
+  static lm_timing_opts t;
+  t = *o.timing;
+  t.limits = &never;
+  o.timing = &t;
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.noisy, 3);
+  cr_expect_eq(res.target[0].noisy, 3);
+  cr_expect_eq(res.target[0].quiet, 0);
+  cr_expect_eq(res.cases, 3);
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  lm_records rs = {0};
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  lm_eval_case *cs = NULL;
+  int n = 0;
+  cr_assert_eq(lm_eval_cases_from_records(&rs, &cs, &n, NULL, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_eq(n, 3);
+  for (int i = 0; i < n; i++) {
+    cr_expect_eq(cs[i].attempts, 1 + LM_EVALUATE_REMEASURE, "%s", cs[i].id);
+    cr_expect_eq(cs[i].noise.noisy, 1, "%s", cs[i].id);
+    cr_expect(cs[i].noise.reasons & LM_NOISE_SPREAD, "%s", cs[i].id);
+    lm_eval_case_free(&cs[i]);
+  }
+  free(cs);
+  lm_records_free(&rs);
+  snprintf(path, sizeof path, "%s/host/report.md", out);
+  char *md = run_slurp(path);
+  cr_expect(strstr(md, "0 cases quiet, 3 noisy after re-measuring"), "%s", md);
+  free(md);
+  /* resumed, the verdicts come back from the records */
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].measured, 0);
+  cr_expect_eq(res.noisy, 3);
+}
+
+Test(evaluate, every_case_is_confirmed_with_twice_the_samples) {
+  char out[600], path[700];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  lm_records rs = {0};
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  lm_eval_case *cs = NULL;
+  int n = 0;
+  cr_assert_eq(lm_eval_cases_from_records(&rs, &cs, &n, NULL, &err), LM_OK,
+               "%s", err.msg);
+  for (int i = 0; i < n; i++) {
+    int confirmed = 0, verified = 0; /* verified: and uncontended */
+    for (int j = 0; j < cs[i].nvariants; j++) {
+      const lm_eval_variant *v = &cs[i].v[j];
+      verified += v->verified == 1 && !v->contended;
+      if (!isfinite(v->confirmed))
+        continue;
+      confirmed++;
+      cr_expect_eq(v->nctimes, LM_EVALUATE_CONFIRM_SAMPLES(o.timing->samples));
+      cr_expect_eq(v->ntimes, o.timing->samples);
+    }
+    int want =
+        verified < LM_EVALUATE_CONFIRM_TOP ? verified : LM_EVALUATE_CONFIRM_TOP;
+    cr_expect_geq(confirmed, want, "%s: %d confirmed", cs[i].id, confirmed);
+    cr_expect_geq(cs[i].attempts, 1, "%s", cs[i].id);
+    lm_eval_case_free(&cs[i]);
+  }
+  free(cs);
+  lm_records_free(&rs);
+}

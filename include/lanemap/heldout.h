@@ -7,9 +7,14 @@
  * interleaved; each variant also carries what every model predicted for it.
  * A policy picks one variant per case (the random policy: the expectation
  * over a uniform pick), and its regret on the case is
- * t(chosen) / t(best) - 1.  The metrics summarise regret over cases the way
- * TenSet and the autotuning literature do; the report and plots render a
- * whole run.
+ * t(chosen) / t(best) - 1, with the times of a confirmation round that
+ * re-measures the screening's fastest variants and the picks (the best of
+ * many noisy times is biased low).  Every measurement carries a noise
+ * verdict; a noisy case is measured again, and a parallel variant timed
+ * while its cores were busy is left out.  The metrics summarise regret
+ * over cases the way TenSet and the autotuning literature do, with
+ * bootstrap intervals over the timing rounds; the report and plots render
+ * a whole run.
  *
  * Ownership: an lm_eval_run owns its cases, a case its variants and
  * strings.  Nothing here prints; plots run gnuplot as a child process. */
