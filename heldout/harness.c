@@ -355,8 +355,7 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   return LM_OK;
 }
 
-/* ---- the oracle measurement ------------------------------------------------
- */
+/* ---- the oracle measurement ------------------------------------------ */
 
 /* One timed entry: a compiled variant launched directly, or (c NULL) the
  * plan's pick launched by shape through the dispatch. */
