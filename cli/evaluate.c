@@ -127,10 +127,19 @@ static int print_verdict(const lm_evaluate_result *res) {
   char cpus[32] = "unknown";
   if (res->noise.other_cpus == res->noise.other_cpus) /* not NAN */
     snprintf(cpus, sizeof cpus, "%.2f CPU", res->noise.other_cpus);
+  int unknown = 0;
+  for (int i = 0; i < res->ntargets; i++)
+    unknown += res->target[i].unknown;
   if (res->noisy == 0 && res->contended == 0) {
-    printf("quiet: the %d cases were measured without interference (other "
-           "processes at most %s)\n",
-           res->cases, cpus);
+    if (unknown > 0)
+      printf("quiet: %d of %d cases were measured without interference "
+             "(other processes at most %s), %d from older records without a "
+             "verdict\n",
+             res->cases - unknown, res->cases, cpus, unknown);
+    else
+      printf("quiet: the %d cases were measured without interference (other "
+             "processes at most %s)\n",
+             res->cases, cpus);
     return 0;
   }
   char left[64] = "";
