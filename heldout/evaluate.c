@@ -586,6 +586,17 @@ static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
 
 /* ---- OUT/report.md ---------------------------------------------------- */
 
+/* "5.8% [4.1, 7.9]" (ci NULL: "5.8%"), "-" when x is unknown. */
+static const char *pct_ci(double x, const double *ci, char buf[64]) {
+  if (isnan(x))
+    snprintf(buf, 64, "-");
+  else if (!ci || isnan(ci[0]))
+    snprintf(buf, 64, "%.1f%%", 100 * x);
+  else
+    snprintf(buf, 64, "%.1f%% [%.1f, %.1f]", 100 * x, 100 * ci[0], 100 * ci[1]);
+  return buf;
+}
+
 /* One line per ISA target, and what recalibrating bought. */
 static lm_status summary(const Eval *e, lm_error *err) {
   const lm_evaluate_result *res = e->res;
@@ -620,17 +631,16 @@ static lm_status summary(const Eval *e, lm_error *err) {
       if (p != LM_POLICY_RANDOM && t->stats[p].n > 0 &&
           (best < 0 || t->stats[p].geomean < t->stats[best].geomean))
         best = p;
+    char g[64], q[64], x[64], b[64];
     fprintf(f,
-            "| %s | %d | %.1f%% [%.1f, %.1f] | %.1f%% [%.1f, %.1f] | %.1f%% "
-            "[%.1f, %.1f] | %.3f | %s | %.1f%% | %d / %d / %d | %d | %.1f%% "
-            "|\n",
-            lm_isa_name(t->isa), t->ncases, 100 * plan->geomean,
-            100 * ci->geomean[0], 100 * ci->geomean[1], 100 * plan->p90,
-            100 * ci->p90[0], 100 * ci->p90[1], 100 * plan->max,
-            100 * ci->max[0], 100 * ci->max[1], plan->score,
-            best >= 0 ? lm_policy_name((lm_policy)best) : "-",
+            "| %s | %d | %s | %s | %s | %.3f | %s | %.1f%% | %d / %d / %d "
+            "| %d | %s |\n",
+            lm_isa_name(t->isa), t->ncases,
+            pct_ci(plan->geomean, ci->geomean, g),
+            pct_ci(plan->p90, ci->p90, q), pct_ci(plan->max, ci->max, x),
+            plan->score, best >= 0 ? lm_policy_name((lm_policy)best) : "-",
             best >= 0 ? 100 * t->stats[best].geomean : 0.0, t->quiet, t->noisy,
-            t->unknown, t->contended, 100 * t->bias);
+            t->unknown, t->contended, pct_ci(t->bias, NULL, b));
     any_cross |= t->has_cross && t->stats[LM_POLICY_CROSS].n > 0;
   }
   if (any_cross) {
