@@ -603,16 +603,27 @@ Test(report, records_without_a_verdict_read_as_unknown_and_unconfirmed) {
   lm_eval_run_free(&run);
 }
 
+/* The records of run as a file holds them: written and read back. */
+static void file_records(const lm_eval_run *run, lm_records *out) {
+  lm_records rs;
+  run_records(run, 0, NSPECS, &rs);
+  lm_error err = {0};
+  const char *path = tmp_path("verdicts.jsonl");
+  cr_assert_eq(lm_records_write(path, &rs, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_records_read(path, out, &err), LM_OK, "%s", err.msg);
+  lm_records_free(&rs);
+}
+
 Test(report, a_bad_verdict_in_a_record_names_the_record) {
   lm_eval_run run;
   build_run(&run, 0);
   add_verdicts(&run);
   lm_records rs;
-  run_records(&run, 0, NSPECS, &rs);
+  file_records(&run, &rs);
   set_extra(&rs, 0, "attempts", "0");
   expect_rebuild_error(&rs, "record 0");
   lm_records_free(&rs);
-  run_records(&run, 0, NSPECS, &rs);
+  file_records(&run, &rs);
   set_extra(&rs, 1, "confirmed_times", "[1e-7, -1]");
   expect_rebuild_error(&rs, "confirmed_times");
   lm_records_free(&rs);
