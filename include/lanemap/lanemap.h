@@ -24,6 +24,7 @@
 #include "lanemap/runtime.h"
 #include "lanemap/backend.h"
 #include "lanemap/verify.h"
+#include "lanemap/noise.h"
 #include "lanemap/timing.h"
 
 #include "lanemap/profile.h"
