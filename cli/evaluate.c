@@ -15,7 +15,7 @@
 static const char usage[] =
     "usage: lanemap evaluate [--quick] [--cases FILE] [--out DIR] [--isa I,J]\n"
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
-    "                        [--profile P] [--list]\n"
+    "                        [--profile P] [--accept-noisy] [--list]\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
     "  measure every legal variant of every case, then report the regret of\n"
     "  the plan and of the baseline policies: DIR/report.md, DIR/ISA/\n"
@@ -35,8 +35,11 @@ static const char usage[] =
     "  --fresh      ignore records of an earlier run in DIR\n"
     "  --seed N     input generator seed (default 1)\n"
     "  --profile P  the calibrated profile to use (one ISA target only)\n"
-    "exit codes: 0 ok, 1 a variant failed the oracle check, 2 bad input,\n"
-    "3 system error\n";
+    "  --accept-noisy  exit 0 even when cases were measured under\n"
+    "               interference, and take a cached profile calibration\n"
+    "               flagged noisy (also env LANEMAP_ACCEPT_NOISY=1)\n"
+    "exit codes: 0 ok, 1 a variant failed the oracle check or cases were\n"
+    "measured under interference, 2 bad input, 3 system error\n";
 
 #define MAX_ISAS LM_EVALUATE_MAX_ISAS
 
@@ -45,7 +48,8 @@ typedef struct eval_cli {
   int list;
 } eval_cli;
 
-/* ---- progress and notes ------------------------------------------------------- */
+/* ---- progress and notes
+ * ------------------------------------------------------- */
 
 typedef struct Bar {
   cli_progress bar;
@@ -99,13 +103,58 @@ static void print_stats(const lm_evaluate_target *t) {
              lm_policy_name((lm_policy)p), s->score, 100 * s->geomean,
              100 * s->median, 100 * s->p90, 100 * s->max, 100 * s->within);
   }
+  const lm_regret_interval *ci = &t->plan_ci;
+  if (ci->n > 0)
+    printf("plan 95%% intervals (bootstrap over timing rounds): geomean "
+           "[%.1f%%, %.1f%%], p90 [%.1f%%, %.1f%%], max [%.1f%%, %.1f%%]\n",
+           100 * ci->geomean[0], 100 * ci->geomean[1], 100 * ci->p90[0],
+           100 * ci->p90[1], 100 * ci->max[0], 100 * ci->max[1]);
+  if (t->bias_n > 0)
+    printf("screening best against confirmed best: %+.1f%% (geomean over %d "
+           "cases)\n",
+           100 * t->bias, t->bias_n);
+  printf("verdicts: %d quiet, %d noisy after re-measuring, %d unknown; %d "
+         "contended, left out\n",
+         t->quiet, t->noisy, t->unknown, t->contended);
   if (t->dispatched > 0)
     printf("plan picks launched through the plan's dispatch: %d cases, median "
            "time %.3f of the direct launch\n",
            t->dispatched, t->dispatch_ratio);
 }
 
-/* ---- options -------------------------------------------------------------------- */
+/* The last line: whether the figures can be trusted.  1 if they cannot. */
+static int print_verdict(const lm_evaluate_result *res) {
+  char cpus[32] = "unknown";
+  if (res->noise.other_cpus == res->noise.other_cpus) /* not NAN */
+    snprintf(cpus, sizeof cpus, "%.2f CPU", res->noise.other_cpus);
+  int unknown = 0;
+  for (int i = 0; i < res->ntargets; i++)
+    unknown += res->target[i].unknown;
+  if (res->noisy == 0 && res->contended == 0) {
+    if (unknown > 0)
+      printf("quiet: %d of %d cases were measured without interference "
+             "(other processes at most %s), %d from older records without a "
+             "verdict\n",
+             res->cases - unknown, res->cases, cpus, unknown);
+    else
+      printf("quiet: the %d cases were measured without interference (other "
+             "processes at most %s)\n",
+             res->cases, cpus);
+    return 0;
+  }
+  char left[64] = "";
+  if (res->contended > 0)
+    snprintf(left, sizeof left, ", %d left out with a contended plan pick",
+             res->contended);
+  printf("noisy: %d of %d cases measured under interference%s (other "
+         "processes %s); regret figures are not trustworthy, rerun on a "
+         "quiet machine\n",
+         res->noisy, res->cases, left, cpus);
+  return 1;
+}
+
+/* ---- options
+ * -------------------------------------------------------------------- */
 
 static int parse_isas(const char *text, lm_evaluate_options *o, lm_error *err) {
   char buf[256];
@@ -131,12 +180,14 @@ static int parse_isas(const char *text, lm_evaluate_options *o, lm_error *err) {
   return LM_OK;
 }
 
-static int parse_shard(const char *text, lm_evaluate_options *o, lm_error *err) {
+static int parse_shard(const char *text, lm_evaluate_options *o,
+                       lm_error *err) {
   const char *slash = strchr(text, '/');
   char first[32];
   uint64_t i = 0, n = 0;
   if (!slash || (size_t)(slash - text) >= sizeof first)
-    return lm_error_set(err, LM_EINPUT, "--shard: expected i/N with 0 <= i < N, got '%s'",
+    return lm_error_set(err, LM_EINPUT,
+                        "--shard: expected i/N with 0 <= i < N, got '%s'",
                         text);
   memcpy(first, text, (size_t)(slash - text));
   first[slash - text] = 0;
@@ -144,7 +195,8 @@ static int parse_shard(const char *text, lm_evaluate_options *o, lm_error *err) 
       cli_parse_u64("--shard N", slash + 1, INT_MAX, &n, err) != LM_OK)
     return LM_EINPUT;
   if (n < 1 || i >= n)
-    return lm_error_set(err, LM_EINPUT, "--shard: expected i/N with 0 <= i < N, got '%s'",
+    return lm_error_set(err, LM_EINPUT,
+                        "--shard: expected i/N with 0 <= i < N, got '%s'",
                         text);
   o->shard_i = (int)i;
   o->shard_n = (int)n;
@@ -159,6 +211,8 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
   o->cases = env && env[0] ? env : cli_data_path("heldout/cases.json");
   o->out = "lanemap-evaluate";
   o->seed = CLI_SEED_DEFAULT;
+  const char *accept = getenv("LANEMAP_ACCEPT_NOISY");
+  o->accept_noisy = accept && strcmp(accept, "1") == 0;
   const char *cross = NULL;
   lm_error err = {0};
   for (int i = 1; i < argc; i++) {
@@ -173,6 +227,8 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       o->fresh = 1;
     } else if (cli_arg_flag(s, "--list")) {
       a->list = 1;
+    } else if (cli_arg_flag(s, "--accept-noisy")) {
+      o->accept_noisy = 1;
     } else if ((r = cli_arg_value(argc, argv, &i, "--cases", &v))) {
       o->cases = v;
     } else if ((r = cli_arg_value(argc, argv, &i, "--out", &v)) ||
@@ -258,5 +314,6 @@ int cmd_evaluate(int argc, char **argv) {
     return st;
   }
   printf("report    %s/report.md (%.0f s)\n", a.o.out, res.total_s);
-  return res.failures ? LM_EFAIL : LM_OK;
+  int noisy = print_verdict(&res);
+  return res.failures || (noisy && !a.o.accept_noisy) ? LM_EFAIL : LM_OK;
 }

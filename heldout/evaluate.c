@@ -173,6 +173,8 @@ static lm_status calibrate(Eval *e, int i, lm_error *err) {
   lo.mode = e->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
   lo.require_isa = 1;
   lo.missing = LM_PROFILE_MISSING_CALIBRATE;
+  /* MERGE: when lm_profile_lookup_opts has accept_noisy, uncomment: */
+  /* lo.accept_noisy = e->o->accept_noisy; */
   CalibProgress cp = {e, e->isa[i]};
   lo.calib.progress = calib_progress;
   lo.calib.progress_ctx = &cp;
@@ -234,6 +236,18 @@ static lm_status open_target(const Eval *e, int i, Target *t, lm_error *err) {
       strdup(lm_profile_mode_name(lm_profile_get_mode(e->prof[i])));
   t->run.cross_isa = t->o.cross ? strdup(lm_isa_name(e->isa[j])) : NULL;
   t->run.calibrate_s = e->calib_s[i];
+  lm_eval_protocol *pr = &t->run.protocol;
+  pr->samples = e->timing.samples;
+  pr->sample_ms = e->timing.sample_ms;
+  pr->warmup_ms = e->timing.warmup_ms;
+  pr->remeasure = LM_EVALUATE_REMEASURE;
+  pr->confirm_samples = LM_EVALUATE_CONFIRM_SAMPLES(e->timing.samples);
+  pr->confirm_top = LM_EVALUATE_CONFIRM_TOP;
+  pr->canary = 1; /* lm_eval_case_measure turns it on */
+  if (e->timing.limits)
+    pr->limits = *e->timing.limits;
+  else
+    lm_noise_limits_defaults(&pr->limits);
   t->done = calloc((size_t)e->cases.n + 1, 1);
   if (!t->run.fingerprint || !t->run.profile_mode || !t->done ||
       (t->o.cross && !t->run.cross_isa))
@@ -369,7 +383,14 @@ static lm_status resume(const Eval *e, Target *t, lm_error *err) {
         c->v[v].times = p->v[v].times; /* moved */
         c->v[v].ntimes = p->v[v].ntimes;
         p->v[v].times = NULL;
+        c->v[v].confirmed = p->v[v].confirmed;
+        c->v[v].ctimes = p->v[v].ctimes; /* moved */
+        c->v[v].nctimes = p->v[v].nctimes;
+        p->v[v].ctimes = NULL;
+        c->v[v].contended = p->v[v].contended;
       }
+      c->noise = p->noise;
+      c->attempts = p->attempts;
       t->done[i] = used[j] = 1;
       t->ndone++;
       break;
@@ -463,6 +484,22 @@ static lm_status measure(const Eval *e, Target *t, lm_error *err) {
   return st;
 }
 
+/* The verdicts of the cases: quiet, noisy after re-measuring, unknown
+ * (older records), and those whose plan pick was contended. */
+static void verdicts(Target *t) {
+  lm_evaluate_target *r = t->r;
+  lm_noise_clear(&r->noise);
+  for (int i = 0; i < t->run.ncases; i++) {
+    const lm_eval_case *c = &t->run.cases[i];
+    r->unknown += c->attempts == 0;
+    r->noisy += c->attempts > 0 && c->noise.noisy;
+    r->quiet += c->attempts > 0 && !c->noise.noisy;
+    r->contended += c->contended;
+    if (c->attempts > 0)
+      lm_noise_merge(&r->noise, &c->noise);
+  }
+}
+
 static lm_status score(Target *t, lm_error *err) {
   double *ratio = calloc((size_t)t->run.ncases + 1, sizeof *ratio);
   if (!ratio)
@@ -479,9 +516,14 @@ static lm_status score(Target *t, lm_error *err) {
   t->r->dispatch_ratio = lm_timing_median(ratio, t->r->dispatched);
   free(ratio);
   t->r->ncases = t->run.ncases;
+  verdicts(t);
+  t->r->bias = lm_eval_screening_bias(&t->run, &t->r->bias_n);
   for (int p = 0; p < LM_POLICY__COUNT && st == LM_OK; p++)
     st =
         lm_eval_policy_stats(&t->run, (lm_policy)p, NULL, &t->r->stats[p], err);
+  if (st == LM_OK)
+    st = lm_eval_policy_bootstrap(&t->run, LM_POLICY_PLAN, NULL, 0,
+                                  LM_BOOTSTRAP_SEED, &t->r->plan_ci, err);
   return st;
 }
 
@@ -533,12 +575,27 @@ static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
   t.run.total_s = (lm_now_ns() - t0) / 1e9 + e->calib_s[i];
   if (st == LM_OK) st = report(e, &t, err);                /* report, plots  */
   e->res->failures += t.r->failures;
+  e->res->noisy += t.r->noisy;
+  e->res->contended += t.r->contended;
+  e->res->cases += t.r->ncases;
+  lm_noise_merge(&e->res->noise, &t.r->noise);
   close_target(&t);
   return st;
 }
 /* clang-format on */
 
 /* ---- OUT/report.md ---------------------------------------------------- */
+
+/* "5.8% [4.1, 7.9]" (ci NULL: "5.8%"), "-" when x is unknown. */
+static const char *pct_ci(double x, const double *ci, char buf[64]) {
+  if (isnan(x))
+    snprintf(buf, 64, "-");
+  else if (!ci || isnan(ci[0]))
+    snprintf(buf, 64, "%.1f%%", 100 * x);
+  else
+    snprintf(buf, 64, "%.1f%% [%.1f, %.1f]", 100 * x, 100 * ci[0], 100 * ci[1]);
+  return buf;
+}
 
 /* One line per ISA target, and what recalibrating bought. */
 static lm_status summary(const Eval *e, lm_error *err) {
@@ -555,23 +612,35 @@ static lm_status summary(const Eval *e, lm_error *err) {
   for (int i = 0; i < res->ntargets; i++)
     fprintf(f, "%s[%s](%s/report.md)", i ? ", " : "",
             lm_isa_name(res->target[i].isa), lm_isa_name(res->target[i].isa));
-  fprintf(f, ".\n\n| ISA target | cases | plan geomean | p90 | max | score | "
-             "best fixed policy | its geomean |\n|---|---:|---:|---:|---:|---:|"
-             "---|---:|\n");
+  fprintf(f, ".\n\nRegrets use each case's confirmation round; the "
+             "brackets are bootstrap 95%% intervals over timing rounds.  "
+             "Verdicts: cases quiet, still noisy after re-measuring, of "
+             "unknown verdict (older records); contended cases (the plan's "
+             "pick was measured while its cores were busy) are left out.\n\n"
+             "| ISA target | cases | plan geomean | p90 | max | score | "
+             "best fixed policy | its geomean | quiet / noisy / unknown | "
+             "contended | screening bias |\n|---|---:|---:|---:|---:|---:|"
+             "---|---:|---:|---:|---:|\n");
   int any_cross = 0;
   for (int i = 0; i < res->ntargets; i++) {
     const lm_evaluate_target *t = &res->target[i];
     const lm_regret_stats *plan = &t->stats[LM_POLICY_PLAN];
+    const lm_regret_interval *ci = &t->plan_ci;
     int best = -1; /* the best fixed policy by geomean */
     for (int p = LM_POLICY_PROGRAM; p < LM_POLICY__COUNT; p++)
       if (p != LM_POLICY_RANDOM && t->stats[p].n > 0 &&
           (best < 0 || t->stats[p].geomean < t->stats[best].geomean))
         best = p;
-    fprintf(f, "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.3f | %s | %.1f%% |\n",
-            lm_isa_name(t->isa), t->ncases, 100 * plan->geomean,
-            100 * plan->p90, 100 * plan->max, plan->score,
-            best >= 0 ? lm_policy_name((lm_policy)best) : "-",
-            best >= 0 ? 100 * t->stats[best].geomean : 0.0);
+    char g[64], q[64], x[64], b[64];
+    fprintf(f,
+            "| %s | %d | %s | %s | %s | %.3f | %s | %.1f%% | %d / %d / %d "
+            "| %d | %s |\n",
+            lm_isa_name(t->isa), t->ncases,
+            pct_ci(plan->geomean, ci->geomean, g),
+            pct_ci(plan->p90, ci->p90, q), pct_ci(plan->max, ci->max, x),
+            plan->score, best >= 0 ? lm_policy_name((lm_policy)best) : "-",
+            best >= 0 ? 100 * t->stats[best].geomean : 0.0, t->quiet, t->noisy,
+            t->unknown, t->contended, pct_ci(t->bias, NULL, b));
     any_cross |= t->has_cross && t->stats[LM_POLICY_CROSS].n > 0;
   }
   if (any_cross) {
@@ -610,6 +679,7 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
                         o->cases ? "output folder" : "case list");
   double t0 = lm_now_ns();
   Eval e = {.o = o, .res = out};
+  lm_noise_clear(&out->noise);
   lm_timing_defaults(&e.timing);
   e.timing.samples = o->quick ? LM_EVALUATE_QUICK_SAMPLES : LM_EVALUATE_SAMPLES;
   e.timing.sample_ms =

@@ -119,7 +119,8 @@ typedef struct CompileJobs {
 
 static void *compile_worker(void *arg) {
   CompileJobs *j = arg;
-  for (int t; !atomic_load(&j->failed) && (t = atomic_fetch_add(&j->next, 1)) < j->n;) {
+  for (int t; !atomic_load(&j->failed) &&
+              (t = atomic_fetch_add(&j->next, 1)) < j->n;) {
     int i = j->todo[t];
     lm_error e = {0};
     if (lm_compile(j->ek->k, &j->ek->v[i], NULL, &j->ek->c[i], &e) != LM_OK) {
@@ -203,14 +204,14 @@ void lm_eval_kernel_free(lm_eval_kernel *ek) {
   free(ek);
 }
 
-/* ---- predictions ----------------------------------------------------------- */
+/* ---- predictions ------------------------------------------------------ */
 
 /* The roofline-only model: bytes by level and arithmetic, each at its
  * calibrated cost, split over the workers like the full model, and nothing
  * else. */
 static double roofline_ns(const lm_coefs *c, const lm_features *f,
                           const lm_variant *v) {
-  static const lm_term arith[] = {LM_T_VOP,  LM_T_VDIV, LM_T_VEXP,   LM_T_VLOG,
+  static const lm_term arith[] = {LM_T_VOP,   LM_T_VDIV, LM_T_VEXP,   LM_T_VLOG,
                                   LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS};
   double tasks = f->n[LM_T_CALL] > 0 ? f->n[LM_T_CALL] : 1;
   double par = v->workers < tasks ? v->workers : tasks;
@@ -313,8 +314,7 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   out->protocol = strdup(proto);
   out->v = calloc((size_t)ek->nv, sizeof *out->v);
   if (!out->id || !out->kernel || !out->kernel_hash || !out->isa || !out->v ||
-      !out->protocol ||
-      (c->split && !out->split) || (c->extra && !out->extra))
+      !out->protocol || (c->split && !out->split) || (c->extra && !out->extra))
     return lm_error_set(err, LM_ESYS, "out of memory");
   for (int i = 0; i < ek->nv; i++) {
     lm_eval_variant *ev = &out->v[i];
@@ -326,7 +326,7 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
     if (!ev->variant || !ev->terms)
       return lm_error_set(err, LM_ESYS, "out of memory");
     ev->verified = -1;
-    ev->measured = ev->spread = NAN;
+    ev->measured = ev->spread = ev->confirmed = NAN;
     lm_prediction p;
     if ((st = predict_one(o->profile, ek->k, v, &sh, rows, &p, err)) != LM_OK)
       return st;
@@ -350,11 +350,12 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   }
   out->best = -1;
   out->t_best = out->tau = NAN;
-  out->t_dispatch = out->dispatch_ratio = NAN;
+  out->t_dispatch = out->dispatch_ratio = out->t_screen = NAN;
+  lm_noise_clear(&out->noise);
   return LM_OK;
 }
 
-/* ---- the oracle measurement ------------------------------------------------ */
+/* ---- the oracle measurement ------------------------------------------ */
 
 /* One timed entry: a compiled variant launched directly, or (c NULL) the
  * plan's pick launched by shape through the dispatch. */
@@ -383,23 +384,92 @@ static lm_status check_dispatch(const lm_eval_opts *o,
                                 const lm_eval_case *c, lm_data *d,
                                 const lm_oracle *orc, int *ok, lm_error *err) {
   lm_dispatch_info info;
-  lm_status st = lm_dispatch_lookup(plan->dispatch, plan->kernel, c->R, c->C,
-                                    &info, err);
+  lm_status st =
+      lm_dispatch_lookup(plan->dispatch, plan->kernel, c->R, c->C, &info, err);
   if (st != LM_OK)
     return st;
   int pick = c->choice[LM_POLICY_PLAN];
   if (pick < 0 || strcmp(info.variant_name, c->v[pick].variant) != 0)
-    return lm_error_set(err, LM_EFAIL,
-                        "%s: the plan's dispatch runs %s, the plan chose %s",
-                        c->id, info.variant_name,
-                        pick < 0 ? "nothing" : c->v[pick].variant);
+    return lm_error_set(
+        err, LM_EFAIL, "%s: the plan's dispatch runs %s, the plan chose %s",
+        c->id, info.variant_name, pick < 0 ? "nothing" : c->v[pick].variant);
   lm_verify_result vr;
   lm_error verr = {0};
-  *ok = lm_verify(lm_dispatch_kernel(plan->dispatch, plan->kernel),
-                  lm_dispatch_compiled(plan->dispatch, plan->kernel,
-                                       info.variant),
-                  d, orc, o->pool, &vr, &verr) == LM_OK;
+  *ok = lm_verify(
+            lm_dispatch_kernel(plan->dispatch, plan->kernel),
+            lm_dispatch_compiled(plan->dispatch, plan->kernel, info.variant), d,
+            orc, o->pool, &vr, &verr) == LM_OK;
   return LM_OK;
+}
+
+/* Parallel variants measured with fewer free CPUs than workers: their time
+ * is the machine's load, not the variant's. */
+static void mark_contended(const lm_eval_kernel *ek, const lm_noise *noise,
+                           lm_eval_case *c) {
+  double free_cpus = lm_noise_free_cpus(noise);
+  for (int i = 0; i < c->nvariants; i++)
+    c->v[i].contended = ek->v[i].workers > 1 && noise->ncpu > 0 &&
+                        free_cpus < ek->v[i].workers - LM_NOISE_FREE_SLACK;
+}
+
+/* The screening round: every verified variant (items[0..nok), variant
+ * idx[j]) and, with dispatched, the plan's pick through the dispatch
+ * (items[nok]), interleaved.  *noise gets the verdict. */
+static lm_status screen(const lm_eval_opts *o, const lm_timed *items, int nok,
+                        const int *idx, int dispatched, lm_eval_case *c,
+                        lm_noise *noise, lm_error *err) {
+  lm_timing_result tr = {0};
+  int n = nok + dispatched;
+  lm_status st = lm_time_compare(&o->timing, n, items, &tr, err);
+  for (int j = 0; j < nok && st == LM_OK; j++) {
+    const lm_timing_stats *s = &tr.stats[j];
+    lm_eval_variant *ev = &c->v[idx[j]];
+    ev->measured = s->p50;
+    ev->spread = s->spread;
+    free(ev->times);
+    ev->times = malloc(sizeof *ev->times * (size_t)tr.nsamples);
+    ev->ntimes = ev->times ? tr.nsamples : 0;
+    if (ev->times)
+      memcpy(ev->times, s->samples, sizeof *ev->times * (size_t)tr.nsamples);
+  }
+  if (st == LM_OK && dispatched) {
+    int pick = -1; /* the pick's entry, if it was verified */
+    for (int j = 0; j < nok; j++)
+      if (idx[j] == c->choice[LM_POLICY_PLAN])
+        pick = j;
+    c->t_dispatch = tr.stats[nok].p50;
+    c->dispatch_ratio = pick >= 0 ? tr.ratio[nok * n + pick] : NAN;
+  }
+  *noise = tr.noise;
+  lm_timing_result_free(&tr);
+  return st;
+}
+
+/* Screen, mark the contended, confirm; again while the verdict is noisy,
+ * up to LM_EVALUATE_REMEASURE more times.  entries[v] is variant v's timed
+ * entry (run NULL: not verified). */
+static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
+                                const lm_timed *items, int nok, const int *idx,
+                                int dispatched, const lm_timed *entries,
+                                lm_eval_case *c, lm_error *err) {
+  lm_status st = LM_OK;
+  c->attempts = 0;
+  lm_noise_clear(&c->noise);
+  do {
+    lm_noise confirm;
+    for (int i = 0; i < c->nvariants; i++)
+      c->v[i].contended = 0;
+    if ((st = screen(o, items, nok, idx, dispatched, c, &c->noise, err)) !=
+        LM_OK)
+      return st;
+    mark_contended(ek, &c->noise, c);
+    if ((st = lm_eval_case_confirm(o, entries, c, &confirm, err)) != LM_OK)
+      return st;
+    lm_noise_merge(&c->noise, &confirm);
+    mark_contended(ek, &c->noise, c);
+    c->attempts++;
+  } while (c->noise.noisy && c->attempts <= LM_EVALUATE_REMEASURE);
+  return st;
 }
 
 lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
@@ -415,15 +485,20 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
   lm_status st = lm_shape_bind(ek->k, c->R, c->C, c->extra, &sh, err);
   if (st != LM_OK)
     return st;
+  /* every comparison carries the canary and watches the pool it launches
+   * on, for the noise verdict */
+  lm_eval_opts oo = *o;
+  oo.timing.canary = 1;
+  oo.timing.pool = o->pool ? o->pool : lm_pool_shared();
   lm_data *d = NULL;
   lm_oracle *orc = NULL;
   uint64_t *args = NULL;
   Launch *ls = calloc((size_t)ek->nv + 1, sizeof *ls);
   lm_timed *items = calloc((size_t)ek->nv + 1, sizeof *items);
+  lm_timed *entries = calloc((size_t)ek->nv, sizeof *entries);
   int *idx = calloc((size_t)ek->nv, sizeof *idx);
-  lm_timing_result tr = {0};
   int nok = 0, bad = 0, dispatched = 0;
-  if (!ls || !items || !idx) {
+  if (!ls || !items || !entries || !idx) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
@@ -437,11 +512,12 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
   for (int i = 0; i < ek->nv; i++) {
     lm_verify_result vr;
     lm_error verr = {0};
-    c->v[i].verified = lm_verify(ek->k, ek->c[i], d, orc, o->pool, &vr,
-                                 &verr) == LM_OK;
+    c->v[i].verified =
+        lm_verify(ek->k, ek->c[i], d, orc, o->pool, &vr, &verr) == LM_OK;
     if (c->v[i].verified) {
       ls[nok] = (Launch){ek->c[i], NULL, o->pool, args, c->R, c->C};
       items[nok] = (lm_timed){c->v[i].variant, run_launch, &ls[nok]};
+      entries[i] = items[nok];
       idx[nok++] = i;
     } else {
       bad++;
@@ -458,44 +534,24 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
       items[nok] = (lm_timed){"dispatch", run_launch, &ls[nok]};
     }
   }
-  if (nok > 0) {
-    int n = nok + dispatched;
-    if ((st = lm_time_compare(&o->timing, n, items, &tr, err)) != LM_OK)
-      goto done;
-    for (int j = 0; j < nok; j++) {
-      const lm_timing_stats *s = &tr.stats[j];
-      lm_eval_variant *ev = &c->v[idx[j]];
-      ev->measured = s->p50;
-      ev->spread = s->spread;
-      free(ev->times);
-      ev->times = malloc(sizeof *ev->times * (size_t)tr.nsamples);
-      ev->ntimes = ev->times ? tr.nsamples : 0;
-      if (ev->times)
-        memcpy(ev->times, s->samples, sizeof *ev->times * (size_t)tr.nsamples);
-    }
-    int pick = -1; /* the pick's entry, if it was verified */
-    for (int j = 0; j < nok; j++)
-      if (idx[j] == c->choice[LM_POLICY_PLAN])
-        pick = j;
-    if (dispatched) {
-      c->t_dispatch = tr.stats[nok].p50;
-      c->dispatch_ratio = pick >= 0 ? tr.ratio[nok * n + pick] : NAN;
-    }
-  }
+  if (nok > 0 && (st = measure_rounds(&oo, ek, items, nok, idx, dispatched,
+                                      entries, c, err)) != LM_OK)
+    goto done;
   if (failures)
     *failures = bad;
 done:
-  lm_timing_result_free(&tr);
   free(args);
   free(ls);
   free(items);
+  free(entries);
   free(idx);
   lm_oracle_free(orc);
   lm_data_free(d);
   return st;
 }
 
-/* ---- policies ---------------------------------------------------------------- */
+/* ---- policies
+ * ---------------------------------------------------------------- */
 
 /* How well v fits a fixed policy's template; the best-fitting variant
  * wins, ties to the first. */
@@ -571,8 +627,7 @@ static lm_status choose_fixed(const lm_eval_opts *o, lm_eval_case *c,
 }
 
 lm_status lm_eval_choose(const lm_eval_opts *o, lm_eval_run *run,
-                         const char *dir, lm_eval_plans *plans,
-                         lm_error *err) {
+                         const char *dir, lm_eval_plans *plans, lm_error *err) {
   lm_status st = lm_eval_plans_make(o, run, dir, plans, err);
   for (int i = 0; i < run->ncases && st == LM_OK; i++) {
     lm_eval_case *c = &run->cases[i];

@@ -18,6 +18,17 @@
  *                     the other models' predictions, s (absent = none)
  *   spread            (p90 - p10) / p50 of the samples
  *   terms_ns          the calibrated breakdown, term name -> ns
+ *   confirmed, confirmed_times
+ *                     the confirmation round's p50 and samples, s (absent:
+ *                     not confirmed); `median` and `times` stay the
+ *                     screening round's
+ *   contended         true for a parallel variant measured with fewer free
+ *                     CPUs than workers (absent: false)
+ *   noise, attempts   the case's noise verdict (lm_noise_to_json) and how
+ *                     many times it was measured (absent: unknown)
+ *
+ * Every field after terms_ns came later; records without them read as a
+ * case measured once, confirmed never, of unknown verdict.
  *
  * A case rebuilt from records has its variants in index order, so the
  * choices the harness recomputes index the same variants as in the run
@@ -117,6 +128,23 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
                                      isfinite(v->terms[k]) ? v->terms[k]
                                                            : 0.0) != NULL;
     }
+    if (ok)
+      ok = (!(v->confirmed > 0) ||
+            add_num(x, "confirmed", v->confirmed * 1e-9)) &&
+           (!v->contended || cJSON_AddTrueToObject(x, "contended"));
+    if (ok && v->nctimes > 0 && v->confirmed > 0) {
+      cJSON *a = cJSON_AddArrayToObject(x, "confirmed_times");
+      ok = a != NULL;
+      for (int k = 0; ok && k < v->nctimes; k++) {
+        cJSON *num = cJSON_CreateNumber(v->ctimes[k] * 1e-9);
+        ok = num && cJSON_AddItemToArray(a, num);
+      }
+    }
+    if (ok && c->attempts > 0) {
+      cJSON *nz = lm_noise_to_json(&c->noise);
+      ok = nz && cJSON_AddItemToObject(x, "noise", nz) &&
+           cJSON_AddNumberToObject(x, "attempts", c->attempts);
+    }
     if (!ok) {
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto error;
@@ -165,6 +193,60 @@ static lm_status num_field(const lm_record *r, int idx, const char *name,
   if (st == LM_OK && !isnan(*out))
     *out *= scale;
   return st;
+}
+
+/* The confirmation of variant v from record r (index ri): absent is none. */
+static lm_status confirmed_field(const lm_record *r, int ri, lm_eval_variant *v,
+                                 lm_error *err) {
+  char where[32];
+  snprintf(where, sizeof where, "record %d", ri);
+  lm_json_rd rd = {where, r->extra, err};
+  const cJSON *a = NULL;
+  bool contended = false;
+  lm_status st = num_field(r, ri, "confirmed", 1e9, &v->confirmed, err);
+  if (st == LM_OK)
+    st = lm_json_bool(&rd, r->extra, "contended", LM_JSON_OPTIONAL, &contended);
+  if (st == LM_OK)
+    st = lm_json_array(&rd, r->extra, "confirmed_times",
+                       LM_JSON_OPTIONAL | LM_JSON_NULL_OK, 1, 1 << 20, &a);
+  v->contended = contended;
+  if (st != LM_OK || !a)
+    return st;
+  int n = cJSON_GetArraySize(a);
+  if (!(v->ctimes = malloc(sizeof *v->ctimes * (size_t)n)))
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  int k = 0;
+  for (const cJSON *e = a->child; e && st == LM_OK; e = e->next, k++) {
+    double t = NAN;
+    st = lm_json_number(&rd, e, NULL, 0, 0, DBL_MAX, &t);
+    v->ctimes[k] = t * 1e9;
+  }
+  v->nctimes = st == LM_OK ? n : 0;
+  return st;
+}
+
+/* The case's verdict from its first record f (index fi): absent, attempts
+ * 0 and a cleared verdict (unknown). */
+static lm_status noise_field(const lm_record *f, int fi, lm_eval_case *c,
+                             lm_error *err) {
+  char where[32];
+  snprintf(where, sizeof where, "record %d", fi);
+  lm_json_rd rd = {where, f->extra, err};
+  const cJSON *nz = NULL;
+  int64_t attempts = 0;
+  lm_noise_clear(&c->noise);
+  c->attempts = 0;
+  lm_status st = lm_json_object(&rd, f->extra, "noise", LM_JSON_OPTIONAL, &nz);
+  if (st == LM_OK)
+    st = lm_json_int(&rd, f->extra, "attempts", nz ? 0 : LM_JSON_OPTIONAL, 1,
+                     1000, &attempts);
+  if (st != LM_OK || !nz)
+    return st;
+  lm_error e = {0};
+  if (lm_noise_from_json(nz, &c->noise, &e) != LM_OK)
+    return lm_error_set(err, LM_EINPUT, "record %d: noise: %s", fi, e.msg);
+  c->attempts = (int)attempts;
+  return LM_OK;
 }
 
 static int same_opt(const char *a, const char *b) {
@@ -321,7 +403,10 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
     c->C = f->C;
     c->nvariants = g[k].nvariants;
     c->best = -1;
-    c->t_best = c->tau = NAN;
+    c->t_best = c->tau = c->t_screen = NAN;
+    c->t_dispatch = c->dispatch_ratio = NAN;
+    if ((st = noise_field(f, g[k].first, c, err)) != LM_OK)
+      goto error;
     for (int p = 0; p < LM_POLICY__COUNT; p++) {
       c->choice[p] = -1;
       c->t_policy[p] = NAN;
@@ -358,7 +443,8 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
               LM_OK ||
           (st = num_field(r, ri, "pred_roofline", 1e9, &v->pred_roofline,
                           err)) != LM_OK ||
-          (st = num_field(r, ri, "spread", 1, &v->spread, err)) != LM_OK)
+          (st = num_field(r, ri, "spread", 1, &v->spread, err)) != LM_OK ||
+          (st = confirmed_field(r, ri, v, err)) != LM_OK)
         goto error;
       const cJSON *t = field(r, "terms_ns");
       if (!t)

@@ -103,24 +103,43 @@ static int splits_of(const lm_eval_run *run, const char **out, int cap) {
   return n;
 }
 
+/* "[lo, hi]" in percent, or "" when the interval is unknown. */
+static const char *fmt_ci(const double ci[2], char buf[48]) {
+  if (!isfinite(ci[0]) || !isfinite(ci[1]))
+    snprintf(buf, 48, "%s", isnan(ci[0]) ? "" : " [-]");
+  else
+    snprintf(buf, 48, " [%.1f%%, %.1f%%]", 100 * ci[0], 100 * ci[1]);
+  return buf;
+}
+
 static lm_status targets(FILE *f, const lm_eval_run *run, lm_error *err) {
   lm_regret_stats plan;
+  lm_regret_interval ci;
   lm_status st = lm_eval_policy_stats(run, LM_POLICY_PLAN, NULL, &plan, err);
+  if (st == LM_OK)
+    st = lm_eval_policy_bootstrap(run, LM_POLICY_PLAN, NULL, 0,
+                                  LM_BOOTSTRAP_SEED, &ci, err);
   if (st != LM_OK)
     return st;
-  char a[32];
+  char a[32], b[48];
   fprintf(f, "## Targets\n\n");
   if (plan.n == 0) {
     fprintf(f, "No case has a plan with a measured time.\n\n");
     return LM_OK;
   }
+  fprintf(f,
+          "The brackets are 95%% bootstrap intervals: the timing rounds of "
+          "each case's confirmation resampled %d times (seed fixed), the "
+          "same rounds for every variant of a case.\n\n",
+          ci.resamples);
   fprintf(f, "| target | plan | met |\n|---|---:|:---:|\n");
-  fprintf(f, "| geomean regret <= 3%% | %s | %s |\n", fmt_pct(plan.geomean, a),
+  fprintf(f, "| geomean regret <= 3%% | %s%s | %s |\n",
+          fmt_pct(plan.geomean, a), fmt_ci(ci.geomean, b),
           plan.geomean <= TARGET_GEOMEAN ? "yes" : "**no**");
-  fprintf(f, "| p90 regret <= 10%% | %s | %s |\n", fmt_pct(plan.p90, a),
-          plan.p90 <= TARGET_P90 ? "yes" : "**no**");
-  fprintf(f, "| max regret <= 25%% | %s | %s |\n", fmt_pct(plan.max, a),
-          plan.max <= TARGET_MAX ? "yes" : "**no**");
+  fprintf(f, "| p90 regret <= 10%% | %s%s | %s |\n", fmt_pct(plan.p90, a),
+          fmt_ci(ci.p90, b), plan.p90 <= TARGET_P90 ? "yes" : "**no**");
+  fprintf(f, "| max regret <= 25%% | %s%s | %s |\n", fmt_pct(plan.max, a),
+          fmt_ci(ci.max, b), plan.max <= TARGET_MAX ? "yes" : "**no**");
   static const lm_policy fixed[] = {LM_POLICY_PROGRAM, LM_POLICY_PACKET,
                                     LM_POLICY_INDUCTOR};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
@@ -158,7 +177,8 @@ static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
              "An autotuner with a budget of k measurements either measures "
              "the k variants the calibrated model ranks first (model top-k) "
              "or k variants drawn at random (random-k, its exact "
-             "expectation), and keeps the fastest it measured.\n\n"
+             "expectation), and keeps the fastest it measured.  Both are "
+             "read from the screening round, against its best.\n\n"
              "| k | model top-k score | geomean | within 3%% | random-k score "
              "| geomean | within 3%% |\n"
              "|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -167,10 +187,10 @@ static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
     int m = 0;
     for (int i = 0; i < n; i++) {
       const lm_eval_case *c = &run->cases[i];
-      if (!isfinite(c->t_best) || !isfinite(c->t_top[k]) ||
+      if (!isfinite(c->t_screen) || !isfinite(c->t_top[k]) ||
           !isfinite(c->t_rand[k]))
         continue;
-      tb[m] = c->t_best;
+      tb[m] = c->t_screen;
       tt[m] = c->t_top[k];
       tr[m] = c->t_rand[k];
       m++;
@@ -210,14 +230,15 @@ static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
     int m = 0;
     for (int i = 0; i < n; i++) {
       const lm_eval_case *c = &run->cases[i];
-      if (!isfinite(c->t_best) || !isfinite(c->t_top[0]))
+      if (!isfinite(c->t_screen) || !isfinite(c->t_top[0]))
         continue;
       int nm = 0;
       for (int j = 0; j < c->nvariants; j++)
-        if (c->v[j].verified == 1 && isfinite(c->v[j].measured))
+        if (c->v[j].verified == 1 && !c->v[j].contended &&
+            isfinite(c->v[j].measured))
           meas[nm++] = c->v[j].measured;
       double e = lm_expected_min(meas, nm, k);
-      slog += log(e > c->t_best ? e / c->t_best : 1.0);
+      slog += log(e > c->t_screen ? e / c->t_screen : 1.0);
       m++;
     }
     double g = m ? exp(slog / m) - 1 : NAN;
@@ -312,7 +333,10 @@ static lm_status loio(FILE *f, const lm_eval_run *run, lm_error *err) {
 
 static const char *regret_cell(const lm_eval_case *c, lm_policy p,
                                char buf[32]) {
-  if (p != LM_POLICY_RANDOM && c->choice[p] < 0)
+  if (c->contended || (p != LM_POLICY_RANDOM && c->choice[p] >= 0 &&
+                       c->v[c->choice[p]].contended))
+    return strcpy(buf, "contended");
+  if (isnan(c->t_policy[p]))
     return strcpy(buf, "-");
   if (!isfinite(c->t_policy[p]))
     return strcpy(buf, "unverified");
@@ -328,13 +352,15 @@ static void cases_table(FILE *f, const lm_eval_run *run) {
   char a[32], b[32], sh[96];
   fprintf(f, "## Cases\n\nRegret t/t_best - 1 per policy; τ is Kendall's "
              "τ-b of the calibrated predictions against the measured times "
-             "of the verified variants.\n\n"
+             "of the verified variants; screening is the screening best "
+             "against the confirmed best, t_screen/t_best - 1; verdict is "
+             "the noise verdict and the measurements taken.\n\n"
              "| case | split | shape | verified | best variant | t_best | "
-             "plan variant");
+             "screening | verdict | plan variant");
   for (int p = 0; p < LM_POLICY__COUNT; p++)
     if (shown(run, (lm_policy)p))
       fprintf(f, " | %s", lm_policy_name((lm_policy)p));
-  fprintf(f, " | τ |\n|---|---|---|---:|---|---:|---");
+  fprintf(f, " | τ |\n|---|---|---|---:|---|---:|---:|---|---");
   for (int p = 0; p < LM_POLICY__COUNT; p++)
     if (shown(run, (lm_policy)p))
       fprintf(f, "|---:");
@@ -346,10 +372,18 @@ static void cases_table(FILE *f, const lm_eval_run *run) {
       nver += c->v[j].verified == 1;
     shape_text(c, sh, sizeof sh);
     int pl = c->choice[LM_POLICY_PLAN];
-    fprintf(f, "| %s | %s | %s | %d/%d | `%s` | %s | %s%s%s", c->id,
+    char bias[32], verdict[32];
+    int confirmed = c->best >= 0 && isfinite(c->v[c->best].confirmed);
+    fmt_pct(confirmed ? c->t_screen / c->t_best - 1 : NAN, bias);
+    if (c->attempts == 0)
+      snprintf(verdict, sizeof verdict, "-");
+    else
+      snprintf(verdict, sizeof verdict, "%s (%d)",
+               c->noise.noisy ? "**noisy**" : "quiet", c->attempts);
+    fprintf(f, "| %s | %s | %s | %d/%d | `%s` | %s | %s | %s | %s%s%s", c->id,
             c->split ? c->split : "-", sh, nver, c->nvariants,
             c->best >= 0 ? c->v[c->best].variant : "-", fmt_time(c->t_best, a),
-            pl >= 0 ? "`" : "", pl >= 0 ? c->v[pl].variant : "-",
+            bias, verdict, pl >= 0 ? "`" : "", pl >= 0 ? c->v[pl].variant : "-",
             pl >= 0 ? "`" : "");
     if (c->best < 0) {
       fprintf(f, " | no variant measured");
@@ -383,8 +417,8 @@ static void misses(FILE *f, const lm_eval_run *run) {
   for (int i = 0; i < run->ncases; i++) {
     const lm_eval_case *c = &run->cases[i];
     int ch = c->choice[LM_POLICY_PLAN];
-    if (c->best < 0 || ch < 0)
-      continue;
+    if (c->best < 0 || ch < 0 || c->contended)
+      continue; /* a contended case is listed under "Measurement" */
     shape_text(c, sh, sizeof sh);
     const lm_eval_variant *vc = &c->v[ch], *vb = &c->v[c->best];
     if (!isfinite(c->t_policy[LM_POLICY_PLAN])) {
@@ -452,13 +486,73 @@ static void dispatched(FILE *f, const lm_eval_run *run) {
         run->cases[i].dispatch_ratio > 0)
       r[n++] = run->cases[i].dispatch_ratio;
   if (n > 0)
-    fprintf(f, "The plan (plan.json, solved from workload.json) was compiled "
-               "and its pick for %d cases launched by shape through its "
-               "dispatch, timed in the same rounds as the variants: median "
-               "time %.3f of the same variant launched directly. Regrets use "
-               "the variant's own time.\n\n",
+    fprintf(f,
+            "The plan (plan.json, solved from workload.json) was compiled "
+            "and its pick for %d cases launched by shape through its "
+            "dispatch, timed in the same rounds as the variants: median "
+            "time %.3f of the same variant launched directly. Regrets use "
+            "the variant's own time.\n\n",
             n, lm_timing_median(r, n));
   free(r);
+}
+
+/* How the cases were measured, what the noise verdicts said, and the
+ * screening round's bias against the confirmation. */
+static void protocol(FILE *f, const lm_eval_run *run) {
+  const lm_eval_protocol *p = &run->protocol;
+  const lm_noise_limits *l = &p->limits;
+  fprintf(f, "## Measurement\n\n");
+  if (p->samples > 0)
+    fprintf(f,
+            "- screening: every verified variant, interleaved, %d samples "
+            "of %g ms after %g ms of warm-up\n"
+            "- confirmation: the %d fastest and every policy's pick again, "
+            "interleaved, %d samples; regrets use these times\n"
+            "- canary: %s; a noisy case is measured again up to %d more "
+            "times, keeping the last\n"
+            "- noise limits: spread %.0f%%, canary drift %.0f%%, other "
+            "processes %.2f CPU, steal %.0f%%, workers missed %.0f%%, "
+            "late %.0f us\n",
+            p->samples, p->sample_ms, p->warmup_ms, p->confirm_top,
+            p->confirm_samples, p->canary ? "on" : "off", p->remeasure,
+            100 * l->spread_max, 100 * l->canary_max, l->other_cpus_max,
+            100 * l->steal_max, 100 * l->missed_max, l->late_ns_max / 1e3);
+  int quiet = 0, noisy = 0, unknown = 0, contended = 0, n = 0;
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    unknown += c->attempts == 0;
+    noisy += c->attempts > 0 && c->noise.noisy;
+    quiet += c->attempts > 0 && !c->noise.noisy;
+    contended += c->contended;
+  }
+  fprintf(f,
+          "- verdicts: %d cases quiet, %d noisy after re-measuring, %d of "
+          "unknown verdict (records without one); %d contended (the plan's "
+          "pick is a parallel variant measured while its cores were busy: "
+          "left out of every policy's figures)\n",
+          quiet, noisy, unknown, contended);
+  double bias = lm_eval_screening_bias(run, &n);
+  char a[32];
+  if (n > 0)
+    fprintf(f,
+            "- winner's curse: the screening best against the confirmed "
+            "best, geomean over %d cases: %s\n",
+            n, fmt_pct(bias, a));
+  fprintf(f, "\n");
+  if (noisy + contended == 0)
+    return;
+  fprintf(f, "Cases measured under interference:\n\n");
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    if (!(c->attempts > 0 && c->noise.noisy) && !c->contended)
+      continue;
+    char why[256];
+    lm_noise_describe(&c->noise, l, why, sizeof why);
+    fprintf(f, "- **%s**: %s after %d measurement%s%s\n", c->id, why,
+            c->attempts, c->attempts == 1 ? "" : "s",
+            c->contended ? "; the plan's pick was contended" : "");
+  }
+  fprintf(f, "\n");
 }
 
 lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
@@ -494,6 +588,7 @@ lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
           run->calibrate_s, run->calibrate_s == 0 ? " (cached profile)" : "",
           run->measure_s, run->total_s);
   dispatched(f, run);
+  protocol(f, run);
   if ((st = targets(f, run, err)) != LM_OK)
     goto done;
   fprintf(f, "## Policies\n\nRegret t(chosen)/t(best) - 1 per case; score "

@@ -27,8 +27,7 @@ static const char *default_profile(void) {
   static char path[700];
   lm_profile *p = NULL;
   lm_error err = {0};
-  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &p, &err), LM_OK, "%s",
-               err.msg);
+  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &p, &err), LM_OK, "%s", err.msg);
   snprintf(path, sizeof path, "%s", run_tmp("profile.json"));
   cr_assert_eq(lm_profile_save(p, path, &err), LM_OK, "%s", err.msg);
   lm_profile_free(p);
@@ -88,6 +87,19 @@ Test(evaluate, writes_the_report_records_and_summary) {
   cr_expect(strstr(r.out, "plan") && strstr(r.out, "always-program") &&
                 strstr(r.out, "inductor-like"),
             "%s", r.out);
+  cr_expect(strstr(r.out, "plan 95% intervals (bootstrap over timing rounds)"),
+            "%s", r.out);
+  cr_expect(strstr(r.out, "verdicts: "), "%s", r.out);
+  /* the last line says whether the run was quiet (which it cannot
+   * control, so either) */
+  size_t len = strlen(r.out);
+  cr_assert_gt(len, 1);
+  const char *last = r.out + len - 1;
+  while (last > r.out && last[-1] != '\n')
+    last--;
+  cr_expect(strncmp(last, "quiet: ", 7) == 0 ||
+                strncmp(last, "noisy: ", 7) == 0,
+            "last line: %s", last);
   char path[700];
   snprintf(path, sizeof path, "%s/report.md", out);
   cr_expect(run_exists(path), "%s missing", path);
@@ -200,14 +212,16 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
   } bad[] = {
       {{"--shard", "2/2"}, "--shard"},
       {{"--shard", "x"}, "--shard"},
-      {{"--shard", "4294967296/4294967297"}, "out of range (at most 2147483647)"},
+      {{"--shard", "4294967296/4294967297"},
+       "out of range (at most 2147483647)"},
       {{"--shard", "-1/2"}, "not a non-negative integer"},
       {{"--isa", "vax"}, "vax"},
       {{"--isa", "host,host"}, "twice"},
       {{"--isa", "avx2,host", "--profile", prof}, "--profile"},
       {{"--cases", "/nonexistent/cases.json"}, "/nonexistent/cases.json"},
       {{"--bogus"}, "--bogus"},
-      {{"--isa", "avx2", "--cross", "none", "--profile", prof}, "not x86-64-v3"},
+      {{"--isa", "avx2", "--cross", "none", "--profile", prof},
+       "not x86-64-v3"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char o[600];
@@ -236,7 +250,8 @@ Test(evaluate, an_unwritable_output_folder_exits_3) {
   run_free(&r);
 }
 
-/* ---- the C API: lm_evaluate ------------------------------------------------ */
+/* ---- the C API: lm_evaluate ------------------------------------------------
+ */
 
 /* What the callbacks saw. */
 typedef struct Seen {
@@ -308,7 +323,10 @@ Test(evaluate, lm_evaluate_solves_writes_and_dispatches_the_plan_of_the_cases) {
   cr_expect_eq(t->ncases, 3);
   cr_expect_eq(t->measured, 3);
   cr_expect_eq(res.failures, 0);
-  cr_expect_eq(t->stats[LM_POLICY_PLAN].n, 3);
+  /* every case counts, unless its plan pick was measured contended */
+  cr_expect_eq(t->stats[LM_POLICY_PLAN].n + t->contended, 3);
+  cr_expect_eq(t->quiet + t->noisy, 3, "every case has a verdict");
+  cr_expect_eq(t->unknown, 0);
   cr_expect_eq(t->stats[LM_POLICY_CROSS].n, 0, "no cross target asked for");
   /* every plan pick ran through the dispatch, beside the variants */
   cr_expect_eq(t->dispatched, 3);
@@ -358,9 +376,11 @@ Test(evaluate, lm_evaluate_solves_writes_and_dispatches_the_plan_of_the_cases) {
       }
       cr_assert(isfinite(best_s), "no records of %s %lldx%lld", pk->path,
                 (long long)pb->R, (long long)pb->C);
-      cr_expect_eq(picked_s, best_s, "%s %lldx%lld: %s predicted %g s, the "
-                   "fastest %g s", pk->name, (long long)pb->R,
-                   (long long)pb->C, picked, picked_s, best_s);
+      cr_expect_eq(picked_s, best_s,
+                   "%s %lldx%lld: %s predicted %g s, the "
+                   "fastest %g s",
+                   pk->name, (long long)pb->R, (long long)pb->C, picked,
+                   picked_s, best_s);
     }
   cr_expect_eq(buckets, 3);
   lm_records_free(&rs);
@@ -385,7 +405,9 @@ Test(evaluate, lm_evaluate_resumes_every_finished_case_and_dispatches_none) {
   cr_expect_eq(res.target[0].ncases, 3);
   cr_expect_eq(res.target[0].measured, 0);
   cr_expect_eq(res.target[0].dispatched, 0, "nothing left to launch");
-  cr_expect_eq(res.target[0].stats[LM_POLICY_PLAN].n, 3, "scored from records");
+  cr_expect_eq(res.target[0].stats[LM_POLICY_PLAN].n + res.target[0].contended,
+               3, "scored from records");
+  cr_expect_eq(res.target[0].unknown, 0, "the verdicts were resumed too");
   cr_expect_eq(seen.resumed, 1);
   o.fresh = 1;
   cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
@@ -417,4 +439,88 @@ Test(evaluate, lm_evaluate_refuses_bad_options_with_einput) {
                  i, err.msg);
     cr_expect(strstr(err.msg, bad[i].msg) != NULL, "case %d: %s", i, err.msg);
   }
+}
+
+Test(evaluate, a_noisy_case_is_measured_again_and_keeps_its_verdict) {
+  /* limits no measurement can meet: every verdict is noisy, whatever the
+   * machine does, so every case is measured 1 + LM_EVALUATE_REMEASURE
+   * times and stays noisy */
+  char out[600], path[700];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  static lm_noise_limits never;
+  lm_noise_limits_defaults(&never);
+  never.spread_max = -1;
+  static lm_timing_opts t;
+  t = *o.timing;
+  t.limits = &never;
+  o.timing = &t;
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.noisy, 3);
+  cr_expect_eq(res.target[0].noisy, 3);
+  cr_expect_eq(res.target[0].quiet, 0);
+  cr_expect_eq(res.cases, 3);
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  lm_records rs = {0};
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  lm_eval_case *cs = NULL;
+  int n = 0;
+  cr_assert_eq(lm_eval_cases_from_records(&rs, &cs, &n, NULL, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_eq(n, 3);
+  for (int i = 0; i < n; i++) {
+    cr_expect_eq(cs[i].attempts, 1 + LM_EVALUATE_REMEASURE, "%s", cs[i].id);
+    cr_expect_eq(cs[i].noise.noisy, 1, "%s", cs[i].id);
+    cr_expect(cs[i].noise.reasons & LM_NOISE_SPREAD, "%s", cs[i].id);
+    lm_eval_case_free(&cs[i]);
+  }
+  free(cs);
+  lm_records_free(&rs);
+  snprintf(path, sizeof path, "%s/host/report.md", out);
+  char *md = run_slurp(path);
+  cr_expect(strstr(md, "0 cases quiet, 3 noisy after re-measuring"), "%s", md);
+  free(md);
+  /* resumed, the verdicts come back from the records */
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].measured, 0);
+  cr_expect_eq(res.noisy, 3);
+}
+
+Test(evaluate, every_case_is_confirmed_with_twice_the_samples) {
+  char out[600], path[700];
+  snprintf(out, sizeof out, "%s", run_tmp("api"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  lm_records rs = {0};
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  lm_eval_case *cs = NULL;
+  int n = 0;
+  cr_assert_eq(lm_eval_cases_from_records(&rs, &cs, &n, NULL, &err), LM_OK,
+               "%s", err.msg);
+  for (int i = 0; i < n; i++) {
+    int confirmed = 0, verified = 0; /* verified: and uncontended */
+    for (int j = 0; j < cs[i].nvariants; j++) {
+      const lm_eval_variant *v = &cs[i].v[j];
+      verified += v->verified == 1 && !v->contended;
+      if (!isfinite(v->confirmed))
+        continue;
+      confirmed++;
+      cr_expect_eq(v->nctimes, LM_EVALUATE_CONFIRM_SAMPLES(o.timing->samples));
+      cr_expect_eq(v->ntimes, o.timing->samples);
+    }
+    int want =
+        verified < LM_EVALUATE_CONFIRM_TOP ? verified : LM_EVALUATE_CONFIRM_TOP;
+    cr_expect_geq(confirmed, want, "%s: %d confirmed", cs[i].id, confirmed);
+    cr_expect_geq(cs[i].attempts, 1, "%s", cs[i].id);
+    lm_eval_case_free(&cs[i]);
+  }
+  free(cs);
+  lm_records_free(&rs);
 }

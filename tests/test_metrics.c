@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,8 +81,8 @@ Test(metrics, a_failed_pick_is_an_infinite_regret_not_a_dropped_case) {
   lm_regret_stats s;
   lm_error err = {0};
   double tb[] = {1, 1, 1}, tc[] = {1, 1.5, INFINITY};
-  cr_assert_eq(lm_regret_stats_compute(tb, tc, 3, 0.03, &s, &err), LM_OK,
-               "%s", err.msg);
+  cr_assert_eq(lm_regret_stats_compute(tb, tc, 3, 0.03, &s, &err), LM_OK, "%s",
+               err.msg);
   cr_expect_eq(s.n, 3);
   cr_expect(isinf(s.max) && isinf(s.geomean), "max %g geomean %g", s.max,
             s.geomean);
@@ -297,4 +298,203 @@ Test(metrics, policy_names_are_the_documented_ones) {
   int budgets[] = {1, 2, 3, 5, 10, 20};
   for (int b = 0; b < LM_AUTOTUNE_BUDGETS; b++)
     cr_expect_eq(lm_autotune_budget[b], budgets[b]);
+}
+
+/* ---- confirmation, contention and the bootstrap ------------------------ */
+
+Test(metrics, regrets_use_the_confirmed_times_and_report_the_screening_bias) {
+  /* screening: v0 90 (the screening's winner), v1 100, v2 150; confirmed:
+   * v0 110, v1 100.  The best is v1 at 100; the plan's pick v0 loses 10%,
+   * and the screening best flattered its winner by 90/100 - 1 = -10%. */
+  lm_eval_variant v[] = {mkvar(90, 1, 1), mkvar(100, 1, 2), mkvar(150, 1, 3)};
+  v[0].confirmed = 110;
+  v[1].confirmed = 100;
+  lm_eval_case c;
+  init_case(&c, v, 3);
+  c.choice[LM_POLICY_PLAN] = 0;
+  c.choice[LM_POLICY_PROGRAM] = 1;
+  lm_error err = {0};
+  cr_assert_eq(lm_eval_case_score(&c, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(c.best, 1);
+  cr_expect_eq(c.t_best, 100);
+  cr_expect_eq(c.t_screen, 90);
+  cr_expect_eq(c.t_policy[LM_POLICY_PLAN], 110);
+  cr_expect_eq(c.t_policy[LM_POLICY_PROGRAM], 100);
+  /* random: the screening mean, 340/3 */
+  expect_near(c.t_policy[LM_POLICY_RANDOM], 340.0 / 3, "random");
+  lm_eval_run run = {0};
+  run.ncases = 1;
+  run.cases = &c;
+  int n = 0;
+  expect_near(lm_eval_screening_bias(&run, &n), -0.1, "bias");
+  cr_expect_eq(n, 1);
+}
+
+Test(metrics,
+     contended_variants_are_never_best_and_contended_plan_picks_are_left_out) {
+  /* v0 is the fastest but contended: the best is v1 */
+  lm_eval_variant v[] = {mkvar(50, 1, 1), mkvar(60, 1, 2), mkvar(80, 1, 3)};
+  v[0].contended = 1;
+  lm_eval_case cs[2];
+  init_case(&cs[0], v, 3);
+  cs[0].choice[LM_POLICY_PLAN] = 2;
+  cs[0].choice[LM_POLICY_PACKET] = 0; /* a contended pick: no time */
+  lm_error err = {0};
+  cr_assert_eq(lm_eval_case_score(&cs[0], &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(cs[0].best, 1);
+  cr_expect_eq(cs[0].contended, 0);
+  cr_expect_eq(cs[0].t_policy[LM_POLICY_PLAN], 80);
+  cr_expect(isnan(cs[0].t_policy[LM_POLICY_PACKET]), "contended pick");
+  expect_near(cs[0].t_policy[LM_POLICY_RANDOM], 70, "mean of 60 and 80");
+  /* the plan picks the contended variant: the case is left out */
+  lm_eval_variant w[] = {mkvar(50, 1, 1), mkvar(60, 1, 2)};
+  w[0].contended = 1;
+  init_case(&cs[1], w, 2);
+  cs[1].choice[LM_POLICY_PLAN] = 0;
+  cs[1].choice[LM_POLICY_PROGRAM] = 1;
+  cr_assert_eq(lm_eval_case_score(&cs[1], &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(cs[1].contended, 1);
+  for (int p = 0; p < LM_POLICY__COUNT; p++)
+    cr_expect(isnan(cs[1].t_policy[p]), "%s counts the case",
+              lm_policy_name((lm_policy)p));
+  lm_eval_run run = {0};
+  run.ncases = 2;
+  run.cases = cs;
+  lm_regret_stats s;
+  cr_assert_eq(lm_eval_policy_stats(&run, LM_POLICY_PLAN, NULL, &s, &err),
+               LM_OK);
+  cr_expect_eq(s.n, 1, "the contended case is not counted");
+  expect_near(s.max, 80.0 / 60 - 1, "plan regret");
+  cr_assert_eq(lm_eval_policy_stats(&run, LM_POLICY_PROGRAM, NULL, &s, &err),
+               LM_OK);
+  cr_expect_eq(s.n, 0, "nor is it for the other policies");
+}
+
+Test(metrics, the_confirmation_takes_the_top_five_and_every_pick) {
+  /* measured 10..100 by index; v1 unverified, v2 contended: the top five
+   * uncontended verified are v0 v3 v4 v5 v6; picks v9 (plan), v7
+   * (program), v2 (packet, contended but a pick), v0 (inductor, already
+   * in); random picks nothing */
+  lm_eval_variant v[10];
+  for (int i = 0; i < 10; i++)
+    v[i] = mkvar(10.0 * (i + 1), 1, i);
+  v[1].verified = 0;
+  v[1].measured = NAN;
+  v[2].contended = 1;
+  lm_eval_case c;
+  init_case(&c, v, 10);
+  c.choice[LM_POLICY_PLAN] = 9;
+  c.choice[LM_POLICY_PROGRAM] = 7;
+  c.choice[LM_POLICY_PACKET] = 2;
+  c.choice[LM_POLICY_INDUCTOR] = 0;
+  c.choice[LM_POLICY_ROOFLINE] = 1; /* unverified: nothing to time */
+  unsigned char in[10] = {0};
+  cr_expect_eq(lm_eval_confirm_set(&c, LM_EVALUATE_CONFIRM_TOP, in), 8);
+  const unsigned char want[10] = {1, 0, 1, 1, 1, 1, 1, 1, 0, 1};
+  for (int i = 0; i < 10; i++)
+    cr_expect_eq(in[i], want[i], "variant %d", i);
+}
+
+/* One synthetic run for the bootstrap: n cases of 4 variants, each with
+ * 10 confirmation rounds of base * (1 + amp * u), u uniform in [-1, 1)
+ * from a fixed linear congruential stream; the plan picks v1, 5-40% slower
+ * than v0, the best. */
+enum { BOOT_CASES = 16, BOOT_VARIANTS = 4, BOOT_ROUNDS = 10 };
+typedef struct BootRun {
+  lm_eval_run run;
+  lm_eval_case c[BOOT_CASES];
+  lm_eval_variant v[BOOT_CASES][BOOT_VARIANTS];
+  double t[BOOT_CASES][BOOT_VARIANTS][BOOT_ROUNDS];
+} BootRun;
+
+static void boot_run(BootRun *b, double amp) {
+  memset(b, 0, sizeof *b);
+  uint64_t x = 12345;
+  for (int i = 0; i < BOOT_CASES; i++) {
+    double base[BOOT_VARIANTS] = {100, 100 * (1.05 + 0.35 * i / BOOT_CASES),
+                                  200, 300};
+    for (int j = 0; j < BOOT_VARIANTS; j++) {
+      lm_eval_variant *v = &b->v[i][j];
+      *v = mkvar(0, 1, j);
+      for (int r = 0; r < BOOT_ROUNDS; r++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(x >> 11) / 9007199254740992.0 * 2 - 1;
+        b->t[i][j][r] = base[j] * (1 + amp * u);
+      }
+      v->ctimes = b->t[i][j];
+      v->nctimes = BOOT_ROUNDS;
+      v->confirmed = lm_timing_median(v->ctimes, BOOT_ROUNDS);
+      v->times = b->t[i][j];
+      v->ntimes = BOOT_ROUNDS;
+      v->measured = v->confirmed;
+    }
+    init_case(&b->c[i], b->v[i], BOOT_VARIANTS);
+    b->c[i].choice[LM_POLICY_PLAN] = 1;
+    lm_error err = {0};
+    cr_assert_eq(lm_eval_case_score(&b->c[i], &err), LM_OK, "%s", err.msg);
+  }
+  b->run.ncases = BOOT_CASES;
+  b->run.cases = b->c;
+}
+
+Test(metrics, bootstrap_intervals_hold_the_point_and_narrow_with_less_noise) {
+  static BootRun noisy, quiet;
+  boot_run(&noisy, 0.20);
+  boot_run(&quiet, 0.02);
+  lm_error err = {0};
+  lm_regret_stats s;
+  lm_regret_interval wide, narrow, again;
+  cr_assert_eq(lm_eval_policy_stats(&noisy.run, LM_POLICY_PLAN, NULL, &s, &err),
+               LM_OK);
+  cr_assert_eq(lm_eval_policy_bootstrap(&noisy.run, LM_POLICY_PLAN, NULL, 0,
+                                        LM_BOOTSTRAP_SEED, &wide, &err),
+               LM_OK, "%s", err.msg);
+  cr_expect_eq(wide.n, BOOT_CASES);
+  cr_expect_eq(wide.resamples, LM_BOOTSTRAP_RESAMPLES);
+  cr_expect(wide.geomean[0] <= s.geomean && s.geomean <= wide.geomean[1],
+            "geomean %g outside [%g, %g]", s.geomean, wide.geomean[0],
+            wide.geomean[1]);
+  cr_expect(wide.p90[0] <= s.p90 && s.p90 <= wide.p90[1],
+            "p90 %g outside [%g, %g]", s.p90, wide.p90[0], wide.p90[1]);
+  cr_expect(wide.max[0] <= s.max && s.max <= wide.max[1],
+            "max %g outside [%g, %g]", s.max, wide.max[0], wide.max[1]);
+  cr_expect_lt(wide.geomean[0], wide.geomean[1], "noise gives a width");
+  cr_assert_eq(lm_eval_policy_stats(&quiet.run, LM_POLICY_PLAN, NULL, &s, &err),
+               LM_OK);
+  cr_assert_eq(lm_eval_policy_bootstrap(&quiet.run, LM_POLICY_PLAN, NULL, 0,
+                                        LM_BOOTSTRAP_SEED, &narrow, &err),
+               LM_OK, "%s", err.msg);
+  cr_expect(narrow.geomean[0] <= s.geomean && s.geomean <= narrow.geomean[1],
+            "geomean %g outside [%g, %g]", s.geomean, narrow.geomean[0],
+            narrow.geomean[1]);
+  cr_expect_lt(narrow.geomean[1] - narrow.geomean[0],
+               (wide.geomean[1] - wide.geomean[0]) / 4,
+               "a tenth of the noise, a much narrower interval");
+  cr_expect_lt(narrow.max[1] - narrow.max[0], wide.max[1] - wide.max[0]);
+  /* the seed is fixed: the same interval every time */
+  cr_assert_eq(lm_eval_policy_bootstrap(&noisy.run, LM_POLICY_PLAN, NULL, 0,
+                                        LM_BOOTSTRAP_SEED, &again, &err),
+               LM_OK);
+  cr_expect_eq(memcmp(&again, &wide, sizeof again), 0);
+}
+
+Test(metrics, bootstrap_of_cases_without_samples_is_the_point) {
+  lm_eval_variant v[] = {mkvar(100, 1, 1), mkvar(120, 1, 2)};
+  lm_eval_case c;
+  init_case(&c, v, 2);
+  c.choice[LM_POLICY_PLAN] = 1;
+  lm_error err = {0};
+  cr_assert_eq(lm_eval_case_score(&c, &err), LM_OK);
+  lm_eval_run run = {0};
+  run.ncases = 1;
+  run.cases = &c;
+  lm_regret_interval ci;
+  cr_assert_eq(
+      lm_eval_policy_bootstrap(&run, LM_POLICY_PLAN, NULL, 50, 7, &ci, &err),
+      LM_OK);
+  expect_near(ci.geomean[0], 0.2, "lo");
+  expect_near(ci.geomean[1], 0.2, "hi");
+  cr_expect_eq(
+      lm_eval_policy_bootstrap(&run, LM_POLICY__COUNT, NULL, 0, 1, &ci, &err),
+      LM_EINPUT);
 }

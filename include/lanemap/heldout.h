@@ -7,9 +7,14 @@
  * interleaved; each variant also carries what every model predicted for it.
  * A policy picks one variant per case (the random policy: the expectation
  * over a uniform pick), and its regret on the case is
- * t(chosen) / t(best) - 1.  The metrics summarise regret over cases the way
- * TenSet and the autotuning literature do; the report and plots render a
- * whole run.
+ * t(chosen) / t(best) - 1, with the times of a confirmation round that
+ * re-measures the screening's fastest variants and the picks (the best of
+ * many noisy times is biased low).  Every measurement carries a noise
+ * verdict; a noisy case is measured again, and a parallel variant timed
+ * while its cores were busy is left out.  The metrics summarise regret
+ * over cases the way TenSet and the autotuning literature do, with
+ * bootstrap intervals over the timing rounds; the report and plots render
+ * a whole run.
  *
  * Ownership: an lm_eval_run owns its cases, a case its variants and
  * strings.  Nothing here prints; plots run gnuplot as a child process. */
@@ -20,6 +25,7 @@
 
 #include "lanemap/cases.h"
 #include "lanemap/core.h"
+#include "lanemap/noise.h"
 #include "lanemap/records.h"
 #include "lanemap/runtime.h"
 #include "lanemap/timing.h"
@@ -54,6 +60,23 @@ typedef struct lm_regret_stats {
 lm_status lm_regret_stats_compute(const double *t_best, const double *t_chosen,
                                   int n, double tie, lm_regret_stats *out,
                                   lm_error *err);
+
+/* 95% percentile-bootstrap intervals of a policy's geomean, p90 and max
+ * regret: [0] the 2.5% and [1] the 97.5% quantile of the statistic over
+ * the resamples.  n 0: no case, NAN. */
+typedef struct lm_regret_interval {
+  int n;          /* cases */
+  int resamples;
+  double geomean[2], p90[2], max[2];
+} lm_regret_interval;
+
+/* Resamples of the bootstrap, and its fixed seed, so that a report is
+ * reproducible from its records.  1000 resamples put the 2.5% and 97.5%
+ * quantiles on the 25th and 975th order statistics, as Efron and
+ * Tibshirani's "An Introduction to the Bootstrap" asks of a percentile
+ * interval. */
+#define LM_BOOTSTRAP_RESAMPLES 1000
+#define LM_BOOTSTRAP_SEED 0x6c616e656d6170ull /* "lanemap" */
 
 /* Kendall's τ-b between x and y (ties counted as in τ-b); NAN if n < 2 or
  * either side is all ties.  Non-finite pairs are skipped. */
@@ -94,6 +117,15 @@ typedef struct lm_eval_variant {
   double *terms;       /* [run->nterms] calibrated breakdown, ns per term */
   double *times;       /* [ntimes] the timing samples, ns per call; NULL */
   int ntimes;          /* if untimed */
+  /* The confirmation round (heldout/confirm.c): p50 and samples, ns per
+   * call; NAN and NULL for a variant it did not take. */
+  double confirmed;
+  double *ctimes;
+  int nctimes;
+  /* 1: a parallel variant measured while fewer CPUs were free than it has
+   * workers (lm_noise_free_cpus); it is neither a case's best nor a pick
+   * that counts. */
+  int contended;
 } lm_eval_variant;
 
 /* Number of measured-autotuning budgets reported, and the budgets. */
@@ -127,7 +159,30 @@ typedef struct lm_eval_case {
    * when the case was not measured so (resumed from records). */
   double t_dispatch;
   double dispatch_ratio;
+  /* The noise verdict of the case's measurement (screening and
+   * confirmation rounds merged), and how many times it was measured: 1,
+   * or up to 1 + LM_EVALUATE_REMEASURE when noisy.  attempts 0: the
+   * verdict is unknown (records written before verdicts existed). */
+  lm_noise noise;
+  int attempts;
+  /* Filled by lm_eval_case_score: the plan's pick is contended (the case
+   * is left out of every policy's figures), and the screening round's
+   * best time (the winner's curse: t_screen / t_best - 1 is how much the
+   * screening flattered its winner).  t_screen NAN without confirmation. */
+  int contended;
+  double t_screen;
 } lm_eval_case;
+
+/* The measurement protocol of a run, for the report. */
+typedef struct lm_eval_protocol {
+  int samples;            /* screening rounds; 0: unknown (resumed only) */
+  double sample_ms, warmup_ms;
+  int remeasure;          /* LM_EVALUATE_REMEASURE */
+  int confirm_samples;    /* rounds of the confirmation */
+  int confirm_top;        /* LM_EVALUATE_CONFIRM_TOP */
+  int canary;             /* the canary ran in every round */
+  lm_noise_limits limits; /* of the verdicts */
+} lm_eval_protocol;
 
 typedef struct lm_eval_run {
   int ncases;
@@ -141,16 +196,24 @@ typedef struct lm_eval_run {
   double calibrate_s;      /* wall time of each stage, s (0 = cached) */
   double measure_s;
   double total_s;
+  lm_eval_protocol protocol; /* samples 0: not given */
 } lm_eval_run;
 
-/* Compute best, t_best, t_policy, tau, t_top and t_rand of c from its
- * variants and c->choice (the policies' picks are set by the harness).
- * Only verified, timed variants count: a pick that failed verification
- * gets t_policy INFINITY (an infinite regret: a policy is never flattered
- * by leaving the case out), no pick NAN, RANDOM's time is the mean
- * over them, t_top ranks them by predicted (ties to the lower index).
- * LM_EINPUT if no variant was verified and timed, or a choice is outside
- * [-1, nvariants). */
+/* Compute best, t_best, t_policy, tau, t_top, t_rand, contended and
+ * t_screen of c from its variants and c->choice (the policies' picks are
+ * set by the harness).  Only verified, timed, uncontended variants count.
+ * When the case has a confirmation round, best is the confirmed variant
+ * with the least confirmed time and each pick's time is its confirmed
+ * time; without one (older records), the screening times serve.  A pick
+ * that failed verification gets t_policy INFINITY (an infinite regret: a
+ * policy is never flattered by leaving the case out), a contended pick or
+ * no pick NAN; when the plan's pick is contended, c->contended is set and
+ * every t_policy is NAN (the case is left out).  RANDOM's time is the mean
+ * of the screening times (at least t_best); t_top ranks the variants by
+ * predicted (ties to the lower index) against the screening times, like
+ * t_rand, and the report's autotuning table compares those with
+ * t_screen.  LM_EINPUT if no variant was verified and timed, or a choice is
+ * outside [-1, nvariants). */
 lm_status lm_eval_case_score(lm_eval_case *c, lm_error *err);
 
 /* Regret summary of policy p over the cases of run whose split matches
@@ -158,6 +221,25 @@ lm_status lm_eval_case_score(lm_eval_case *c, lm_error *err);
 lm_status lm_eval_policy_stats(lm_keep const lm_eval_run *run, lm_policy p,
                                const char *split, lm_regret_stats *out,
                                lm_error *err);
+
+/* Bootstrap intervals of policy p's regret over the cases of run whose
+ * split matches (NULL = all), cases scored (lm_eval_case_score).  Each
+ * resample draws, per case, the round indices of its confirmation (or,
+ * without one, its screening) with replacement -- the same rounds for all
+ * the case's variants, keeping the pairing that interleaving gave -- and
+ * recomputes every variant's median, the best and the pick as
+ * lm_eval_case_score does, then the statistics over the cases.  Cases
+ * without samples keep their times.  resamples <= 0: LM_BOOTSTRAP_RESAMPLES.
+ * The same seed gives the same interval. */
+lm_status lm_eval_policy_bootstrap(lm_keep const lm_eval_run *run, lm_policy p,
+                                   const char *split, int resamples,
+                                   uint64_t seed, lm_regret_interval *out,
+                                   lm_error *err);
+
+/* Over the cases of run with a confirmation round: the geometric mean of
+ * t_screen / t_best, minus 1 (negative: the screening round flattered its
+ * winner), and in *n how many cases it covers.  NAN when none. */
+double lm_eval_screening_bias(lm_keep const lm_eval_run *run, int *n);
 
 void lm_eval_case_free(lm_eval_case *c);
 void lm_eval_run_free(lm_eval_run *run);
@@ -171,12 +253,16 @@ void lm_eval_run_free(lm_eval_run *run);
  * malloc'ed, each record to be freed with lm_record_free.  fingerprint
  * NULL: run->fingerprint.  Fields added in extra: case, split,
  * case_variant (index), case_variants, pred_cross, pred_default,
- * pred_roofline (s), spread, terms_ns (run->term_names -> ns). */
+ * pred_roofline (s), spread, terms_ns (run->term_names -> ns), and, each
+ * optional, confirmed and confirmed_times (s), contended (true), noise
+ * (lm_noise_to_json) and attempts (when c->attempts > 0). */
 lm_status lm_eval_case_records(lm_keep const lm_eval_case *c,
                                lm_keep const lm_eval_run *run,
                                const char *fingerprint, lm_give lm_record **out,
                                int *n, lm_error *err);
-/* Rebuild the cases of records: a case is complete when it has as many
+/* Rebuild the cases of records (a record without the optional fields above
+ * reads as unconfirmed, uncontended, attempts 0: verdict unknown; a bad
+ * one is LM_EINPUT naming the record): a case is complete when it has as many
  * records as its "case_variants" field says; incomplete cases are dropped
  * and counted in *incomplete.  Records repeated across files (merging
  * overlapping shards) are deduplicated by (case id, variant). Cases come
@@ -253,6 +339,26 @@ typedef struct lm_eval_opts {
 #define LM_EVALUATE_QUICK_SAMPLE_MS 2.0
 #define LM_EVALUATE_QUICK_WARMUP_MS 20.0
 
+/* A case whose measurement the noise verdict calls noisy is measured again,
+ * up to this many more times; the last measurement and its verdict are
+ * kept, and a case still noisy then is reported as such.  Two: a burst of
+ * another process rarely spans three measurements of a case (a quick
+ * case takes tens of ms), and a machine that stays busy is not made quiet
+ * by retrying (docs/evaluation.md, "Noise verdicts"). */
+#define LM_EVALUATE_REMEASURE 2
+
+/* The confirmation round (winner's curse): after screening every variant,
+ * the LM_EVALUATE_CONFIRM_TOP fastest and every policy's pick are timed
+ * again, interleaved, with LM_EVALUATE_CONFIRM_SAMPLES(s) rounds for a
+ * screening of s, and regrets use those times.  The best of many noisy
+ * screening times is biased low; re-measuring a small set independently
+ * removes the bias for the variants that decide the figures.  Five:
+ * the quick profile's top-5 already reaches within about 1% of the best
+ * (docs/evaluation.md, "Measured autotuning"), so the true best is in the
+ * screening's top five unless noise moved it by more than that. */
+#define LM_EVALUATE_CONFIRM_TOP 5
+#define LM_EVALUATE_CONFIRM_SAMPLES(s) (2 * (s))
+
 /* isa host, workers {1, 2}, timing defaults but the quick protocol
  * (LM_EVALUATE_QUICK_*), seed 1, inductor_parallel_elems 32768. */
 void lm_eval_defaults(lm_eval_opts *o);
@@ -285,8 +391,31 @@ typedef struct lm_eval_launch {
   int kernel;
 } lm_eval_launch;
 
+/* The variants the confirmation round of c times, marked in in[0..nvariants)
+ * (which the caller clears): the `top` verified variants with the least
+ * screening times (uncontended ones only when contended is set; ties to
+ * the lower index), every policy's pick that was verified and timed, and
+ * the plan's.  Returns how many are marked.  The picks are known before
+ * any measurement, since no policy looks at measured times. */
+int lm_eval_confirm_set(lm_keep const lm_eval_case *c, int top,
+                        unsigned char *in);
+
+/* The confirmation round of c: time the set lm_eval_confirm_set marks,
+ * entries[v] being variant v's (entries[v].run NULL: not timeable),
+ * interleaved with o->timing but LM_EVALUATE_CONFIRM_SAMPLES rounds, and
+ * store each one's confirmed p50 and samples.  *noise gets the round's
+ * verdict.  heldout/confirm.c. */
+lm_status lm_eval_case_confirm(lm_keep const lm_eval_opts *o,
+                               lm_keep const lm_timed *entries,
+                               lm_eval_case *c, lm_noise *noise,
+                               lm_error *err);
+
 /* Verify every variant against the FP64 oracle, then time the verified ones
- * interleaved.  A variant that fails keeps verified 0 and is never timed;
+ * interleaved, with the canary and o->pool (else the shared pool) watched
+ * for the noise verdict; then confirm (lm_eval_case_confirm).  A case whose
+ * verdict is noisy is measured again, up to LM_EVALUATE_REMEASURE more
+ * times, keeping the last (c->noise, c->attempts); parallel variants
+ * measured with fewer free CPUs than workers are marked contended.  A variant that fails keeps verified 0 and is never timed;
  * the mismatch is counted in *failures (may be NULL), and the call still
  * succeeds.  With plan (may be NULL), the plan's pick is also launched
  * through plan->dispatch at the case's shape: it must run the variant
@@ -370,6 +499,10 @@ typedef struct lm_evaluate_options {
                           else calibrate and cache */
   int quick;           /* quick calibration and the quick protocol */
   int fresh;           /* ignore the records of an earlier run */
+  /* Take a cached profile that calibration flagged noisy (passed to
+   * lm_profile_lookup); the CLI also keeps its exit status 0 for a noisy
+   * run with it.  `--accept-noisy`, env LANEMAP_ACCEPT_NOISY=1. */
+  int accept_noisy;
   int shard_i, shard_n; /* only block shard_i of shard_n (lm_cases_shard) */
   uint64_t seed;        /* input data seed */
   /* Timing protocol; NULL: LM_EVALUATE_*, or LM_EVALUATE_QUICK_* with
@@ -402,12 +535,26 @@ typedef struct lm_evaluate_target {
   int has_cross;    /* another target's profile planned these cases */
   lm_isa cross_isa;
   lm_regret_stats stats[LM_POLICY__COUNT]; /* n 0: the policy never chose */
+  lm_regret_interval plan_ci; /* bootstrap 95% intervals of the plan's */
+  /* Verdicts: cases measured quiet, still noisy after re-measuring, of
+   * unknown verdict (resumed from older records), and whose plan pick was
+   * contended (left out of the figures); noise merges every case's. */
+  int quiet, noisy, unknown, contended;
+  lm_noise noise;
+  /* Winner's curse: geomean of screening best / confirmed best - 1 over
+   * the bias_n cases with a confirmation. */
+  double bias;
+  int bias_n;
 } lm_evaluate_target;
 
 typedef struct lm_evaluate_result {
   int ntargets;
   lm_evaluate_target target[LM_EVALUATE_MAX_ISAS];
   int failures; /* over every target */
+  int noisy;     /* cases still noisy after re-measuring, every target */
+  int contended; /* cases whose plan pick was contended, every target */
+  int cases;     /* cases evaluated, every target */
+  lm_noise noise; /* every case's verdict merged */
   double total_s;
 } lm_evaluate_result;
 
