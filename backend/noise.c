@@ -419,6 +419,19 @@ cJSON *lm_noise_to_json(const lm_noise *n) {
   return o;
 }
 
+/* A number, also as the raw item lm_json_num builds before printing; NAN
+ * for anything else. */
+static double num_of(const cJSON *v) {
+  if (cJSON_IsNumber(v))
+    return v->valuedouble;
+  if (cJSON_IsRaw(v) && v->valuestring) {
+    char *end;
+    double d = strtod(v->valuestring, &end);
+    return *end == 0 && end != v->valuestring ? d : NAN;
+  }
+  return NAN;
+}
+
 static lm_status bad(lm_error *err, const char *key, const char *what) {
   return lm_error_set(err, LM_EINPUT, "noise: \"%s\" %s", key, what);
 }
@@ -430,9 +443,10 @@ static lm_status get_num(const cJSON *j, const char *key, double *out,
   *out = NAN;
   if (!v)
     return LM_OK;
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+  double d = num_of(v);
+  if (!isfinite(d))
     return bad(err, key, "is not a finite number");
-  *out = v->valuedouble;
+  *out = d;
   return LM_OK;
 }
 
@@ -443,11 +457,11 @@ static lm_status get_pair(const cJSON *j, const char *key, double *a,
   if (!v)
     return LM_OK;
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 ||
-      !cJSON_IsNumber(cJSON_GetArrayItem(v, 0)) ||
-      !cJSON_IsNumber(cJSON_GetArrayItem(v, 1)))
+      !isfinite(num_of(cJSON_GetArrayItem(v, 0))) ||
+      !isfinite(num_of(cJSON_GetArrayItem(v, 1))))
     return bad(err, key, "is not a pair of numbers [start, end]");
-  *a = cJSON_GetArrayItem(v, 0)->valuedouble;
-  *b = cJSON_GetArrayItem(v, 1)->valuedouble;
+  *a = num_of(cJSON_GetArrayItem(v, 0));
+  *b = num_of(cJSON_GetArrayItem(v, 1));
   return LM_OK;
 }
 

@@ -173,8 +173,7 @@ static lm_status calibrate(Eval *e, int i, lm_error *err) {
   lo.mode = e->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
   lo.require_isa = 1;
   lo.missing = LM_PROFILE_MISSING_CALIBRATE;
-  /* MERGE: when lm_profile_lookup_opts has accept_noisy, uncomment: */
-  /* lo.accept_noisy = e->o->accept_noisy; */
+  lo.accept_noisy = e->o->accept_noisy;
   CalibProgress cp = {e, e->isa[i]};
   lo.calib.progress = calib_progress;
   lo.calib.progress_ctx = &cp;
