@@ -336,6 +336,13 @@ const char *lm_noise_reason_name(unsigned bit) {
   return "?";
 }
 
+unsigned lm_noise_reason_bit(const char *name) {
+  for (unsigned bit = 1; bit & LM_NOISE_ALL; bit <<= 1)
+    if (name && strcmp(lm_noise_reason_name(bit), name) == 0)
+      return bit;
+  return 0;
+}
+
 const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
                               char *buf, size_t size) {
   lm_noise_limits d;
@@ -389,7 +396,7 @@ cJSON *lm_noise_to_json(const lm_noise *n) {
     return NULL;
   cJSON_AddStringToObject(o, "verdict", n->noisy ? "noisy" : "quiet");
   cJSON *r = cJSON_AddArrayToObject(o, "reasons");
-  for (unsigned b = 1; b <= LM_NOISE_WORKERS && r; b <<= 1)
+  for (unsigned b = 1; (b & LM_NOISE_ALL) && r; b <<= 1)
     if (n->reasons & b)
       cJSON_AddItemToArray(r, cJSON_CreateString(lm_noise_reason_name(b)));
   put_num(o, "spread", n->spread);
@@ -480,12 +487,8 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err) {
     return bad(err, "reasons", "is not an array");
   const cJSON *e;
   cJSON_ArrayForEach(e, r) {
-    unsigned b = 1;
-    while (b <= LM_NOISE_WORKERS &&
-           !(cJSON_IsString(e) &&
-             strcmp(e->valuestring, lm_noise_reason_name(b)) == 0))
-      b <<= 1;
-    if (b > LM_NOISE_WORKERS)
+    unsigned b = cJSON_IsString(e) ? lm_noise_reason_bit(e->valuestring) : 0;
+    if (!b)
       return bad(err, "reasons",
                  "holds an unknown reason (spread, canary, busy, steal, "
                  "workers)");

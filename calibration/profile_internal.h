@@ -106,12 +106,6 @@ lm_status lm_profile_noise_set(lm_profile *p, const lm_noise *n,
                                const char *pre, lm_error *err);
 lm_status lm_profile_noisy_add(lm_profile *p, const lm_profile_noisy_family *f,
                                const char *pre, lm_error *err);
-/* The LM_NOISE_* bit called name ("spread", ...), 0 if none is. */
-unsigned lm_profile_noise_reason(const char *name);
-/* Every LM_NOISE_* bit. */
-#define LM_PROFILE_NOISE_REASONS                                               \
-  (LM_NOISE_SPREAD | LM_NOISE_CANARY | LM_NOISE_BUSY | LM_NOISE_STEAL |        \
-   LM_NOISE_WORKERS)
 void lm_profile_noise_free(lm_profile *p);
 bool lm_profile_noise_equal(const lm_profile *a, const lm_profile *b);
 

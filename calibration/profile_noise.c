@@ -19,13 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-unsigned lm_profile_noise_reason(const char *name) {
-  for (unsigned bit = 1; bit & LM_PROFILE_NOISE_REASONS; bit <<= 1)
-    if (strcmp(lm_noise_reason_name(bit), name) == 0)
-      return bit;
-  return 0;
-}
-
 lm_status lm_profile_noise_set(lm_profile *p, const lm_noise *n,
                                const char *pre, lm_error *err) {
   if (!n) {
@@ -63,7 +56,7 @@ lm_status lm_profile_noisy_add(lm_profile *p, const lm_profile_noisy_family *f,
       (s = lm_profile_check_num(pre, lm_profile_join(fp, path, "spread"),
                                 f->spread, LM_WANT_NONNEG, err)))
     return s;
-  if (f->reasons == 0 || (f->reasons & ~LM_PROFILE_NOISE_REASONS))
+  if (f->reasons == 0 || (f->reasons & ~LM_NOISE_ALL))
     return lm_error_set(err, LM_EINPUT,
                         "%s: %s.reasons: expected LM_NOISE_* bits, at least "
                         "one, got %#x",
@@ -218,7 +211,7 @@ const char *lm_profile_describe_noise(const lm_profile *p, char *buf,
     put(buf, n, &at, "%s%s: ", sep, f->family);
     sep = "; ";
     const char *comma = "";
-    for (unsigned bit = 1; bit & LM_PROFILE_NOISE_REASONS; bit <<= 1) {
+    for (unsigned bit = 1; bit & LM_NOISE_ALL; bit <<= 1) {
       if (!(f->reasons & bit))
         continue;
       put(buf, n, &at, "%s", comma);

@@ -293,7 +293,7 @@ static lm_status rd_reasons(Rd *r, const cJSON *obj, unsigned *out) {
   *out = 0;
   for (const cJSON *c = a ? a->child : NULL; !s && c; c = c->next) {
     unsigned bit =
-        cJSON_IsString(c) ? lm_profile_noise_reason(c->valuestring) : 0;
+        cJSON_IsString(c) ? lm_noise_reason_bit(c->valuestring) : 0;
     if (!bit)
       return lm_json_expected(&r->j, c, NULL, expect);
     *out |= bit;

@@ -139,7 +139,7 @@ static void write_noise(Wr *w, cJSON *root, const lm_profile *p) {
     cJSON *o = push(w, a, cJSON_CreateObject());
     add(w, o, "family", cJSON_CreateString(f->family));
     cJSON *r = add(w, o, "reasons", cJSON_CreateArray());
-    for (unsigned bit = 1; bit & LM_PROFILE_NOISE_REASONS; bit <<= 1)
+    for (unsigned bit = 1; bit & LM_NOISE_ALL; bit <<= 1)
       if (f->reasons & bit)
         push(w, r, cJSON_CreateString(lm_noise_reason_name(bit)));
     add(w, o, "spread", lm_json_num(f->spread));

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "lanemap/calibrate.h"
 #include "lanemap/cases.h"
 #include "lanemap/heldout.h"
 
@@ -48,8 +49,7 @@ typedef struct eval_cli {
   int list;
 } eval_cli;
 
-/* ---- progress and notes
- * ------------------------------------------------------- */
+/* ---- progress and notes ------------------------------------------------ */
 
 typedef struct Bar {
   cli_progress bar;
@@ -153,8 +153,7 @@ static int print_verdict(const lm_evaluate_result *res) {
   return 1;
 }
 
-/* ---- options
- * -------------------------------------------------------------------- */
+/* ---- options ------------------------------------------------------------ */
 
 static int parse_isas(const char *text, lm_evaluate_options *o, lm_error *err) {
   char buf[256];
@@ -211,8 +210,7 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
   o->cases = env && env[0] ? env : cli_data_path("heldout/cases.json");
   o->out = "lanemap-evaluate";
   o->seed = CLI_SEED_DEFAULT;
-  const char *accept = getenv("LANEMAP_ACCEPT_NOISY");
-  o->accept_noisy = accept && strcmp(accept, "1") == 0;
+  o->accept_noisy = lm_profile_accept_noisy(0);
   const char *cross = NULL;
   lm_error err = {0};
   for (int i = 1; i < argc; i++) {

@@ -550,8 +550,7 @@ done:
   return st;
 }
 
-/* ---- policies
- * ---------------------------------------------------------------- */
+/* ---- policies ----------------------------------------------------------- */
 
 /* How well v fits a fixed policy's template; the best-fitting variant
  * wins, ties to the first. */

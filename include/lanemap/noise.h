@@ -88,6 +88,7 @@ enum {
   LM_NOISE_BUSY = 1u << 2,    /* other processes above other_cpus_max */
   LM_NOISE_STEAL = 1u << 3,   /* steal above steal_max */
   LM_NOISE_WORKERS = 1u << 4, /* pool workers joined late or not at all */
+  LM_NOISE_ALL = (1u << 5) - 1,
 };
 
 typedef struct lm_noise_limits {
@@ -164,6 +165,8 @@ const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
 
 /* Name of one reason bit: "spread", "canary", "busy", "steal", "workers". */
 const char *lm_noise_reason_name(unsigned bit);
+/* The reason bit called name, 0 if none is. */
+unsigned lm_noise_reason_bit(const char *name);
 
 /* The verdict as a JSON object {"verdict": "quiet"|"noisy", "reasons":
  * [names], "spread", "canary", "other_cpus", "busiest_cpu", "steal",
