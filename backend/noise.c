@@ -242,7 +242,6 @@ void lm_noise_limits_defaults(lm_noise_limits *l) {
   l->canary_max = 0.15;
   l->other_cpus_max = 0.05;
   l->steal_max = 0.05;
-  l->missed_max = 0.5;
   l->late_ns_max = 500e3;
 }
 
@@ -274,11 +273,11 @@ void lm_noise_judge(lm_noise *n, const lm_noise_limits *l) {
     r |= LM_NOISE_BUSY;
   if (n->steal > l->steal_max)
     r |= LM_NOISE_STEAL;
-  if (n->wanted > 0 && ((double)n->missed / (double)n->wanted > l->missed_max ||
-                        n->late_ns > l->late_ns_max))
+  if (n->late_ns > l->late_ns_max ||
+      (n->wanted >= LM_NOISE_MIN_LAUNCHES && n->missed >= n->wanted))
     r |= LM_NOISE_WORKERS;
   n->reasons = r;
-  n->noisy = r != 0;
+  n->noisy = (r & LM_NOISE_INTERFERENCE) != 0;
 }
 
 /* The worse of two measures, NAN only when both are. */
@@ -343,6 +342,10 @@ unsigned lm_noise_reason_bit(const char *name) {
   return 0;
 }
 
+const char *lm_noise_verdict_name(const lm_noise *n) {
+  return n->noisy ? "noisy" : n->reasons ? "unstable" : "quiet";
+}
+
 const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
                               char *buf, size_t size) {
   lm_noise_limits d;
@@ -352,11 +355,11 @@ const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
   }
   if (size == 0)
     return buf;
-  if (!n->noisy) {
+  if (!n->reasons) {
     snprintf(buf, size, "quiet");
     return buf;
   }
-  size_t w = (size_t)snprintf(buf, size, "noisy:");
+  size_t w = (size_t)snprintf(buf, size, "%s:", lm_noise_verdict_name(n));
   const char *sep = " ";
 #define ADD(...)                                                               \
   do {                                                                         \
@@ -376,9 +379,13 @@ const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
     ADD("canary drift %.1f%% > %.0f%%", 100 * n->canary, 100 * l->canary_max);
   if (n->reasons & LM_NOISE_SPREAD)
     ADD("median spread %.1f%% > %.0f%%", 100 * n->spread, 100 * l->spread_max);
-  if (n->reasons & LM_NOISE_WORKERS)
-    ADD("pool workers missed %lld of %lld launches, joined %.0f us late",
-        (long long)n->missed, (long long)n->wanted, n->late_ns / 1e3);
+  if ((n->reasons & LM_NOISE_WORKERS) && n->missed >= n->wanted)
+    ADD("no pool worker joined %lld launches", (long long)n->wanted);
+  else if (n->reasons & LM_NOISE_WORKERS)
+    ADD("pool workers joined %.0f us late > %.0f us (and missed %lld of "
+        "%lld launches)",
+        n->late_ns / 1e3, l->late_ns_max / 1e3, (long long)n->missed,
+        (long long)n->wanted);
 #undef ADD
   return buf;
 }
@@ -394,7 +401,7 @@ cJSON *lm_noise_to_json(const lm_noise *n) {
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return NULL;
-  cJSON_AddStringToObject(o, "verdict", n->noisy ? "noisy" : "quiet");
+  cJSON_AddStringToObject(o, "verdict", lm_noise_verdict_name(n));
   cJSON *r = cJSON_AddArrayToObject(o, "reasons");
   for (unsigned b = 1; (b & LM_NOISE_ALL) && r; b <<= 1)
     if (n->reasons & b)
@@ -479,9 +486,12 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err) {
     return lm_error_set(err, LM_EINPUT, "noise: not an object");
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "verdict");
   if (!cJSON_IsString(v) || (strcmp(v->valuestring, "quiet") != 0 &&
+                             strcmp(v->valuestring, "unstable") != 0 &&
                              strcmp(v->valuestring, "noisy") != 0))
-    return bad(err, "verdict", "must be \"quiet\" or \"noisy\"");
+    return bad(err, "verdict",
+               "must be \"quiet\", \"unstable\" or \"noisy\"");
   out->noisy = strcmp(v->valuestring, "noisy") == 0;
+  int unstable = strcmp(v->valuestring, "unstable") == 0;
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reasons");
   if (r && !cJSON_IsArray(r))
     return bad(err, "reasons", "is not an array");
@@ -494,7 +504,12 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err) {
                  "workers)");
     out->reasons |= b;
   }
-  if (out->noisy != (out->reasons != 0))
+  /* "noisy" needs a reason (a record written before spread stopped
+   * deciding may give only "spread"); "unstable" needs the spread alone;
+   * "quiet" none */
+  if (out->noisy ? out->reasons == 0
+                 : unstable ? out->reasons != LM_NOISE_SPREAD
+                            : out->reasons != 0)
     return bad(err, "reasons", "disagrees with the verdict");
   lm_status st;
   double running_a = -1, running_b = -1, ncpu = NAN;

@@ -151,7 +151,12 @@ const lm_profile_noisy_family *lm_profile_noisy_family_at(const lm_profile *p,
 }
 
 bool lm_profile_noisy(const lm_profile *p) {
-  return p->has_noise && (p->noise.noisy || p->nnoisy > 0);
+  if (!p->has_noise)
+    return false;
+  bool any = p->noise.noisy;
+  for (int i = 0; i < p->nnoisy && !any; i++)
+    any = (p->noisy[i].reasons & LM_NOISE_INTERFERENCE) != 0;
+  return any;
 }
 
 /* Append to buf[*at..n), keeping it terminated. */
@@ -190,10 +195,11 @@ const char *lm_profile_describe_noise(const lm_profile *p, char *buf,
   }
   lm_noise_limits lim;
   lm_noise_limits_defaults(&lim);
-  if (!lm_profile_noisy(p))
+  bool noisy = lm_profile_noisy(p);
+  if (!noisy && p->nnoisy == 0)
     return lm_noise_describe(&p->noise, &lim, buf, n);
   size_t at = 0;
-  put(buf, n, &at, "noisy: ");
+  put(buf, n, &at, noisy ? "noisy: " : "unstable: ");
   /* the pool's measures belong to the families that launch workers; they
    * are global only when no family claims them */
   unsigned claimed = 0;
@@ -201,7 +207,7 @@ const char *lm_profile_describe_noise(const lm_profile *p, char *buf,
     claimed |= p->noisy[i].reasons & LM_NOISE_WORKERS;
   unsigned global = p->noise.reasons & ~claimed;
   const char *sep = "";
-  if (p->noise.noisy && global) {
+  if (p->noise.reasons && global) {
     put(buf, n, &at, "every family: ");
     put_measures(buf, n, &at, &p->noise, global, &lim);
     sep = "; ";

@@ -113,9 +113,9 @@ static void print_stats(const lm_evaluate_target *t) {
     printf("screening best against confirmed best: %+.1f%% (geomean over %d "
            "cases)\n",
            100 * t->bias, t->bias_n);
-  printf("verdicts: %d quiet, %d noisy after re-measuring, %d unknown; %d "
-         "contended, left out\n",
-         t->quiet, t->noisy, t->unknown, t->contended);
+  printf("verdicts: %d quiet (%d of them unstable: spread only), %d noisy "
+         "after re-measuring, %d unknown; %d contended, left out\n",
+         t->quiet, t->unstable, t->noisy, t->unknown, t->contended);
   if (t->dispatched > 0)
     printf("plan picks launched through the plan's dispatch: %d cases, median "
            "time %.3f of the direct launch\n",
@@ -146,10 +146,14 @@ static int print_verdict(const lm_evaluate_result *res) {
   if (res->contended > 0)
     snprintf(left, sizeof left, ", %d left out with a contended plan pick",
              res->contended);
+  char who[96] = "";
+  if (res->busiest.pid > 0)
+    snprintf(who, sizeof who, "; the busiest: pid %d (%s), %.2f CPU",
+             res->busiest.pid, res->busiest.comm, res->busiest.cpus);
   printf("noisy: %d of %d cases measured under interference%s (other "
-         "processes %s); regret figures are not trustworthy, rerun on a "
+         "processes %s%s); regret figures are not trustworthy, rerun on a "
          "quiet machine\n",
-         res->noisy, res->cases, left, cpus);
+         res->noisy, res->cases, left, cpus, who);
   return 1;
 }
 

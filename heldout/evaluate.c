@@ -483,7 +483,8 @@ static lm_status measure(const Eval *e, Target *t, lm_error *err) {
   return st;
 }
 
-/* The verdicts of the cases: quiet, noisy after re-measuring, unknown
+/* The verdicts of the cases: quiet (unstable among them), noisy after
+ * re-measuring, unknown
  * (older records), and those whose plan pick was contended. */
 static void verdicts(Target *t) {
   lm_evaluate_target *r = t->r;
@@ -493,6 +494,7 @@ static void verdicts(Target *t) {
     r->unknown += c->attempts == 0;
     r->noisy += c->attempts > 0 && c->noise.noisy;
     r->quiet += c->attempts > 0 && !c->noise.noisy;
+    r->unstable += c->attempts > 0 && !c->noise.noisy && c->noise.reasons;
     r->contended += c->contended;
     if (c->attempts > 0)
       lm_noise_merge(&r->noise, &c->noise);
@@ -670,6 +672,16 @@ static lm_status summary(const Eval *e, lm_error *err) {
 /* ---- the pipeline ----------------------------------------------------- */
 
 /* clang-format off */
+/* The busiest other process since scan a (which it frees). */
+static void busiest(lm_proc_scan *a, lm_proc_top *top) {
+  lm_proc_scan *b = a ? lm_proc_scan_take() : NULL;
+  memset(top, 0, sizeof *top);
+  if (b)
+    lm_proc_scan_top(a, b, top);
+  lm_proc_scan_free(a);
+  lm_proc_scan_free(b);
+}
+
 lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
                       lm_error *err) {
   memset(out, 0, sizeof *out);
@@ -694,8 +706,10 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
   if (st == LM_OK) st = make_dir(o->out, err);
   for (int i = 0; i < e.nprof && st == LM_OK; i++)
     st = calibrate(&e, i, err);                                       /* calibrate */
+  lm_proc_scan *scan0 = lm_proc_scan_take();                          /* who else  */
   for (int i = 0; i < e.nisa && st == LM_OK; i++, out->ntargets++)
     st = evaluate_target(&e, i, err);                                 /* evaluate  */
+  busiest(scan0, &out->busiest);
   out->total_s = (lm_now_ns() - t0) / 1e9;
   if (st == LM_OK) st = summary(&e, err);                             /* report    */
   for (int i = 0; i < e.nprof; i++)

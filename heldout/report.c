@@ -379,7 +379,8 @@ static void cases_table(FILE *f, const lm_eval_run *run) {
       snprintf(verdict, sizeof verdict, "-");
     else
       snprintf(verdict, sizeof verdict, "%s (%d)",
-               c->noise.noisy ? "**noisy**" : "quiet", c->attempts);
+               c->noise.noisy ? "**noisy**" : lm_noise_verdict_name(&c->noise),
+               c->attempts);
     fprintf(f, "| %s | %s | %s | %d/%d | `%s` | %s | %s | %s | %s%s%s", c->id,
             c->split ? c->split : "-", sh, nver, c->nvariants,
             c->best >= 0 ? c->v[c->best].variant : "-", fmt_time(c->t_best, a),
@@ -510,27 +511,29 @@ static void protocol(FILE *f, const lm_eval_run *run) {
             "interleaved, %d samples; regrets use these times\n"
             "- canary: %s; a noisy case is measured again up to %d more "
             "times, keeping the last\n"
-            "- noise limits: spread %.0f%%, canary drift %.0f%%, other "
-            "processes %.2f CPU, steal %.0f%%, workers missed %.0f%%, "
-            "late %.0f us\n",
+            "- noise limits: canary drift %.0f%%, other processes %.2f "
+            "CPU, steal %.0f%%, workers late %.0f us (or none joined); a "
+            "spread above %.0f%% alone marks a case unstable, not noisy\n",
             p->samples, p->sample_ms, p->warmup_ms, p->confirm_top,
             p->confirm_samples, p->canary ? "on" : "off", p->remeasure,
-            100 * l->spread_max, 100 * l->canary_max, l->other_cpus_max,
-            100 * l->steal_max, 100 * l->missed_max, l->late_ns_max / 1e3);
-  int quiet = 0, noisy = 0, unknown = 0, contended = 0, n = 0;
+            100 * l->canary_max, l->other_cpus_max, 100 * l->steal_max,
+            l->late_ns_max / 1e3, 100 * l->spread_max);
+  int quiet = 0, unstable = 0, noisy = 0, unknown = 0, contended = 0, n = 0;
   for (int i = 0; i < run->ncases; i++) {
     const lm_eval_case *c = &run->cases[i];
-    unknown += c->attempts == 0;
-    noisy += c->attempts > 0 && c->noise.noisy;
-    quiet += c->attempts > 0 && !c->noise.noisy;
+    int seen = c->attempts > 0;
+    unknown += !seen;
+    noisy += seen && c->noise.noisy;
+    unstable += seen && !c->noise.noisy && c->noise.reasons;
+    quiet += seen && !c->noise.reasons;
     contended += c->contended;
   }
   fprintf(f,
-          "- verdicts: %d cases quiet, %d noisy after re-measuring, %d of "
-          "unknown verdict (records without one); %d contended (the plan's "
-          "pick is a parallel variant measured while its cores were busy: "
-          "left out of every policy's figures)\n",
-          quiet, noisy, unknown, contended);
+          "- verdicts: %d cases quiet, %d unstable (spread only), %d noisy "
+          "after re-measuring, %d of unknown verdict (records without one); "
+          "%d contended (the plan's pick is a parallel variant measured "
+          "while its cores were busy: left out of every policy's figures)\n",
+          quiet, unstable, noisy, unknown, contended);
   double bias = lm_eval_screening_bias(run, &n);
   char a[32];
   if (n > 0)

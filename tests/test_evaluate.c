@@ -451,7 +451,7 @@ Test(evaluate, a_noisy_case_is_measured_again_and_keeps_its_verdict) {
   lm_evaluate_options o = api_options(out, &seen);
   static lm_noise_limits never;
   lm_noise_limits_defaults(&never);
-  never.spread_max = -1;
+  never.canary_max = -1;
   static lm_timing_opts t;
   t = *o.timing;
   t.limits = &never;
@@ -474,14 +474,16 @@ Test(evaluate, a_noisy_case_is_measured_again_and_keeps_its_verdict) {
   for (int i = 0; i < n; i++) {
     cr_expect_eq(cs[i].attempts, 1 + LM_EVALUATE_REMEASURE, "%s", cs[i].id);
     cr_expect_eq(cs[i].noise.noisy, 1, "%s", cs[i].id);
-    cr_expect(cs[i].noise.reasons & LM_NOISE_SPREAD, "%s", cs[i].id);
+    cr_expect(cs[i].noise.reasons & LM_NOISE_CANARY, "%s", cs[i].id);
     lm_eval_case_free(&cs[i]);
   }
   free(cs);
   lm_records_free(&rs);
   snprintf(path, sizeof path, "%s/host/report.md", out);
   char *md = run_slurp(path);
-  cr_expect(strstr(md, "0 cases quiet, 3 noisy after re-measuring"), "%s", md);
+  cr_expect(strstr(md, "0 cases quiet, 0 unstable (spread only), 3 noisy "
+                       "after re-measuring"),
+            "%s", md);
   free(md);
   /* resumed, the verdicts come back from the records */
   cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);

@@ -190,6 +190,41 @@ Test(profile_noise, a_quiet_verdict_survives_save_and_load_and_is_not_noisy) {
   lm_profile_free(p);
 }
 
+Test(profile_noise, a_family_unstable_by_its_spread_alone_is_used_and_cached) {
+  /* a quiet verdict and one family whose spread alone passed its limit:
+   * the profile is unstable, not noisy, and the gate lets it through */
+  lm_noise v = quiet_verdict();
+  lm_profile *p = profile_with(&v, 0);
+  lm_profile_noisy_family m = {"math", LM_NOISE_SPREAD, 0.2};
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_add_noisy_family(p, &m, &err), LM_OK, "%s",
+               err.msg);
+  cr_expect(!lm_profile_noisy(p));
+  char why[512];
+  lm_profile_describe_noise(p, why, sizeof why);
+  cr_expect_str_eq(why, "unstable: math: median spread 20.0% > 10%");
+  char cache[1024], side[1100], wrote[1100];
+  cr_assert_eq(lm_profile_cache_path(lm_isa_name(LM_ISA_SSE42),
+                                     LM_PROFILE_QUICK, cache, sizeof cache,
+                                     &err),
+               LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_profile_noisy_path(cache, side, sizeof side, &err), LM_OK);
+  cr_expect_eq(
+      lm_profile_save_calibrated(p, cache, 1, 0, wrote, sizeof wrote, &err),
+      LM_OK, "%s", err.msg);
+  cr_expect_eq(access(cache, F_OK), 0);
+  cr_expect_neq(access(side, F_OK), 0);
+  cr_expect_eq(lm_profile_check_noisy(p, cache, 0, &err), LM_OK, "%s",
+               err.msg);
+  /* a family that passed a limit of interference makes it noisy */
+  lm_profile_noisy_family fj = {"forkjoin", LM_NOISE_WORKERS, 0.05};
+  cr_assert_eq(lm_profile_add_noisy_family(p, &fj, &err), LM_OK, "%s",
+               err.msg);
+  cr_expect(lm_profile_noisy(p));
+  cr_expect_eq(lm_profile_check_noisy(p, cache, 0, &err), LM_EFAIL);
+  lm_profile_free(p);
+}
+
 Test(profile_noise, a_profile_without_a_verdict_loads_as_quiet_and_unrecorded) {
   lm_profile *p = NULL;
   lm_profile_load_info info;

@@ -645,6 +645,10 @@ Test(
   p->confirm_top = LM_EVALUATE_CONFIRM_TOP;
   p->canary = 1;
   lm_noise_limits_defaults(&p->limits);
+  /* the third case passed the spread limit alone: unstable, still counted */
+  run.cases[2].noise.spread = 0.3;
+  lm_noise_judge(&run.cases[2].noise, &p->limits);
+  cr_assert_eq(run.cases[2].noise.noisy, 0);
   /* op-b's plan pick (v1) is contended: left out of every figure */
   lm_eval_case *opb = &run.cases[1];
   lm_noise_clear(&opb->noise);
@@ -658,8 +662,9 @@ Test(
       "5 samples of 2 ms after 20 ms of warm-up",
       "the 5 fastest and every policy's pick again, interleaved, 10 samples",
       "canary: on; a noisy case is measured again up to 2 more times",
-      "- verdicts: 3 cases quiet, 1 noisy after re-measuring, 0 of unknown "
-      "verdict",
+      "- verdicts: 2 cases quiet, 1 unstable (spread only), 1 noisy after "
+      "re-measuring, 0 of unknown verdict",
+      "| unstable (1) |",
       "1 contended",
       "Cases measured under interference",
       "- **op-a**: noisy",

@@ -37,10 +37,12 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
                      lm_give lm_calib_bench **out);
 void lm_calib_benches_free(lm_take lm_calib_bench *b, int n);
 
-/* Run the suite and fit a profile.  The profile records the noise
- * verdict of the timing (lm_profile_get_noise) and the families it found
- * noisy; it is returned either way, and the caller decides whether to keep
- * it (lm_profile_save_calibrated). */
+/* Run the suite and fit a profile.  A timing whose verdict is noisy is
+ * repeated up to LM_CALIB_REMEASURE more times, keeping the last.  The
+ * profile records the noise verdict of the timing (lm_profile_get_noise)
+ * and the families that passed a limit; it is returned either way, and the
+ * caller decides whether to keep it (lm_profile_save_calibrated). */
+#define LM_CALIB_REMEASURE 2
 lm_status lm_calibrate(const lm_calib_opts *o, lm_give lm_profile **out,
                        lm_error *err);
 

@@ -538,8 +538,9 @@ typedef struct lm_evaluate_target {
   lm_regret_interval plan_ci; /* bootstrap 95% intervals of the plan's */
   /* Verdicts: cases measured quiet, still noisy after re-measuring, of
    * unknown verdict (resumed from older records), and whose plan pick was
-   * contended (left out of the figures); noise merges every case's. */
-  int quiet, noisy, unknown, contended;
+   * contended (left out of the figures); noise merges every case's.
+   * unstable counts the quiet cases whose spread alone passed its limit. */
+  int quiet, unstable, noisy, unknown, contended;
   lm_noise noise;
   /* Winner's curse: geomean of screening best / confirmed best - 1 over
    * the bias_n cases with a confirmation. */
@@ -555,6 +556,10 @@ typedef struct lm_evaluate_result {
   int contended; /* cases whose plan pick was contended, every target */
   int cases;     /* cases evaluated, every target */
   lm_noise noise; /* every case's verdict merged */
+  /* The other process that used the most CPU time while the cases were
+   * measured (pid 0: none, or /proc unreadable): whom a noisy verdict
+   * names. */
+  lm_proc_top busiest;
   double total_s;
 } lm_evaluate_result;
 

@@ -233,8 +233,10 @@ lm_status lm_profile_add_noisy_family(lm_keep lm_profile *p,
 int lm_profile_nnoisy_families(lm_keep const lm_profile *p);
 const lm_profile_noisy_family *
 lm_profile_noisy_family_at(lm_keep const lm_profile *p, int i);
-/* The verdict is noisy, or some family is: the profile's coefficients
- * rest on disturbed measurements. */
+/* The verdict is noisy, or some family passed a limit of interference
+ * (LM_NOISE_INTERFERENCE): the profile's coefficients rest on disturbed
+ * measurements.  A family listed for its spread alone is unstable, not
+ * noisy: its samples weigh less in the fit, and the profile is used. */
 bool lm_profile_noisy(lm_keep const lm_profile *p);
 /* The verdict for people, into buf (always terminated); returns buf:
  *   quiet (no verdict recorded)
