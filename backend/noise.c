@@ -266,10 +266,7 @@ void lm_noise_judge(lm_noise *n, const lm_noise_limits *l) {
     r |= LM_NOISE_CANARY;
   /* /proc/stat counts in ticks: every CPU's counter may be one tick off at
    * each end, so a short comparison widens the limit by that resolution */
-  double tick_cpus = n->wall_s > 0 ? (n->ncpu > 0 ? n->ncpu : 1) *
-                                         (2.0 / ticks_per_s()) / n->wall_s
-                                   : 0;
-  if (n->other_cpus > l->other_cpus_max + tick_cpus)
+  if (n->other_cpus > l->other_cpus_max + lm_noise_resolution_cpus(n))
     r |= LM_NOISE_BUSY;
   if (n->steal > l->steal_max)
     r |= LM_NOISE_STEAL;
@@ -317,6 +314,18 @@ void lm_noise_merge(lm_noise *a, const lm_noise *b) {
 double lm_noise_free_cpus(const lm_noise *n) {
   double c = n->ncpu > 0 ? n->ncpu : 1;
   return isnan(n->other_cpus) ? c : c - n->other_cpus;
+}
+
+double lm_noise_resolution_cpus(const lm_noise *n) {
+  return n->wall_s > 0
+             ? (n->ncpu > 0 ? n->ncpu : 1) * (2.0 / ticks_per_s()) / n->wall_s
+             : 0;
+}
+
+int lm_noise_contended(const lm_noise *n, int workers) {
+  return workers > 1 && n->ncpu > 0 &&
+         lm_noise_free_cpus(n) + lm_noise_resolution_cpus(n) <
+             workers - LM_NOISE_FREE_SLACK;
 }
 
 const char *lm_noise_reason_name(unsigned bit) {

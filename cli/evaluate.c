@@ -147,7 +147,7 @@ static int print_verdict(const lm_evaluate_result *res) {
     snprintf(left, sizeof left, ", %d left out with a contended plan pick",
              res->contended);
   char who[96] = "";
-  if (res->busiest.pid > 0)
+  if (res->busiest.pid > 0 && res->busiest.cpus >= 0.01)
     snprintf(who, sizeof who, "; the busiest: pid %d (%s), %.2f CPU",
              res->busiest.pid, res->busiest.comm, res->busiest.cpus);
   printf("noisy: %d of %d cases measured under interference%s (other "

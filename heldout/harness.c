@@ -406,10 +406,8 @@ static lm_status check_dispatch(const lm_eval_opts *o,
  * is the machine's load, not the variant's. */
 static void mark_contended(const lm_eval_kernel *ek, const lm_noise *noise,
                            lm_eval_case *c) {
-  double free_cpus = lm_noise_free_cpus(noise);
   for (int i = 0; i < c->nvariants; i++)
-    c->v[i].contended = ek->v[i].workers > 1 && noise->ncpu > 0 &&
-                        free_cpus < ek->v[i].workers - LM_NOISE_FREE_SLACK;
+    c->v[i].contended = lm_noise_contended(noise, ek->v[i].workers);
 }
 
 /* The screening round: every verified variant (items[0..nok), variant

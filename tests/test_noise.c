@@ -184,6 +184,28 @@ Test(noise, free_cpus_subtract_the_others) {
   cr_expect_float_eq(lm_noise_free_cpus(&n), 2, 1e-12);
 }
 
+Test(noise, a_parallel_variant_is_contended_only_past_the_resolution) {
+  double hz = (double)sysconf(_SC_CLK_TCK);
+  lm_noise n = calm();
+  n.ncpu = 2, n.wall_s = 10; /* resolution 2 * 2 / hz / 10 CPU */
+  double res = 2 * 2 / hz / 10;
+  cr_expect_float_eq(lm_noise_resolution_cpus(&n), res, 1e-12);
+  n.other_cpus = 0.9;
+  cr_expect(lm_noise_contended(&n, 2));
+  cr_expect(!lm_noise_contended(&n, 1), "one worker needs one CPU");
+  /* a short comparison's counters read a tick or two: 0.09 CPU over 0.2 s
+   * on 2 CPUs is within the resolution (0.2 CPU at 100 Hz) */
+  n.wall_s = 0.2, n.other_cpus = 0.09;
+  cr_expect(!lm_noise_contended(&n, 2));
+  n.other_cpus = 0.09 + lm_noise_resolution_cpus(&n);
+  cr_expect(lm_noise_contended(&n, 2));
+  /* 4 workers on 2 CPUs are always short of CPUs */
+  n.other_cpus = 0;
+  cr_expect(lm_noise_contended(&n, 4));
+  n.ncpu = 0;
+  cr_expect(!lm_noise_contended(&n, 4), "unknown CPU count");
+}
+
 Test(noise, reason_names_round_trip) {
   for (unsigned bit = 1; bit & LM_NOISE_ALL; bit <<= 1)
     cr_expect_eq(lm_noise_reason_bit(lm_noise_reason_name(bit)), bit);

@@ -156,11 +156,21 @@ typedef struct lm_noise {
 } lm_noise;
 
 /* CPUs left for this process while the verdict's comparison ran: ncpu
- * minus other_cpus (ncpu when other_cpus is unknown).  A variant with W
- * workers was measured uncontended only when this is at least W - 0.05
- * (LM_NOISE_FREE_SLACK). */
+ * minus other_cpus (ncpu when other_cpus is unknown). */
 #define LM_NOISE_FREE_SLACK 0.05
 double lm_noise_free_cpus(const lm_noise *n);
+
+/* The resolution of other_cpus: the /proc counters tick at 100 Hz, and
+ * each CPU's may be a tick off at either end, so 2 ticks per CPU over the
+ * comparison's wall time (0 when the wall time is unknown).  The busy
+ * limit is widened by it. */
+double lm_noise_resolution_cpus(const lm_noise *n);
+
+/* 1 if a variant with `workers` > 1 was measured with fewer CPUs free
+ * than it has workers: free CPUs, given the counters' resolution, below
+ * workers - LM_NOISE_FREE_SLACK (0.05, a quiet machine's limit).  0 for
+ * workers <= 1 or an unknown CPU count. */
+int lm_noise_contended(const lm_noise *n, int workers);
 
 /* A verdict with nothing measured: quiet, every measure NAN or 0. */
 void lm_noise_clear(lm_noise *n);
