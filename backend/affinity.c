@@ -56,11 +56,24 @@ int lm_affinity_pin_nth(int k) {
 }
 
 lm_affinity_saved *lm_affinity_pin_current(void) {
+  return lm_affinity_pin_to(sched_getcpu());
+}
+
+int lm_affinity_allowed(int cpu) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  return cpu >= 0 && cpu < CPU_SETSIZE &&
+         pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) == 0 &&
+         CPU_ISSET(cpu, &mask);
+}
+
+lm_affinity_saved *lm_affinity_pin_to(int cpu) {
+  if (!lm_affinity_allowed(cpu))
+    return NULL;
   lm_affinity_saved *s = malloc(sizeof *s);
   if (!s)
     return NULL;
   CPU_ZERO(&s->mask);
-  int cpu = sched_getcpu();
   cpu_set_t one;
   CPU_ZERO(&one);
   if (cpu < 0 || cpu >= CPU_SETSIZE)
@@ -100,6 +113,11 @@ int lm_affinity_pin_nth(int k) {
   return -1;
 }
 lm_affinity_saved *lm_affinity_pin_current(void) { return NULL; }
+lm_affinity_saved *lm_affinity_pin_to(int cpu) {
+  (void)cpu;
+  return NULL;
+}
+int lm_affinity_allowed(int cpu) { return cpu == 0; }
 void lm_affinity_restore(lm_affinity_saved *s) { free(s); }
 
 #endif

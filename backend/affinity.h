@@ -17,6 +17,11 @@ int lm_affinity_pin_nth(int k);
  * could not be pinned (then nothing changed). */
 typedef struct lm_affinity_saved lm_affinity_saved;
 lm_affinity_saved *lm_affinity_pin_current(void);
+/* The same, pinned to `cpu` instead, when the thread may run there (else
+ * NULL and nothing changed). */
+lm_affinity_saved *lm_affinity_pin_to(int cpu);
+/* 1 if the calling thread may run on `cpu`. */
+int lm_affinity_allowed(int cpu);
 /* Restores the mask saved by lm_affinity_pin_current and frees it. */
 void lm_affinity_restore(lm_affinity_saved *s);
 

@@ -80,6 +80,7 @@ void lm_sysload_read(lm_sysload *s) {
   s->t_ns = lm_now_ns();
   s->busy_s = s->steal_s = s->total_s = s->self_s = s->load1 = NAN;
   s->running = -1;
+  s->cpu = -1;
   const double hz = ticks_per_s();
   /* /proc/stat: one line per CPU; 1024 CPUs fit in 200 KiB */
   size_t cap = 256 * 1024;
@@ -129,6 +130,12 @@ void lm_sysload_read(lm_sysload *s) {
       have_self = 1;
     }
   }
+  if (read_proc("/proc/thread-self/stat", line, sizeof line) > 0) {
+    double t = stat_cpu_ticks(line, NULL, 0);
+    s->thread_s = t >= 0 ? t / hz : NAN;
+  } else {
+    s->thread_s = NAN;
+  }
   if (read_proc("/proc/loadavg", line, sizeof line) > 0)
     s->load1 = strtod(line, NULL);
   free(buf);
@@ -140,9 +147,15 @@ void lm_sysload_read(lm_sysload *s) {
 void lm_sysload_diff(const lm_sysload *a, const lm_sysload *b,
                      lm_sysload_delta *out) {
   out->wall_s = (b->t_ns - a->t_ns) / 1e9;
-  out->other_cpus = out->busiest_cpu = out->steal = NAN;
+  out->other_cpus = out->busiest_cpu = out->steal = out->other_here = NAN;
   if (!a->ok || !b->ok || !(out->wall_s > 0))
     return;
+  if (a->cpu >= 0 && a->cpu == b->cpu && a->cpu < a->ncpu &&
+      a->cpu < b->ncpu && isfinite(a->thread_s) && isfinite(b->thread_s)) {
+    double here = (b->cpu_busy_s[a->cpu] - a->cpu_busy_s[a->cpu]) -
+                  (b->thread_s - a->thread_s);
+    out->other_here = here > 0 ? here / out->wall_s : 0.0;
+  }
   double other = (b->busy_s - a->busy_s) - (b->self_s - a->self_s);
   out->other_cpus = other > 0 ? other / out->wall_s : 0.0;
   double busiest = 0;
@@ -241,6 +254,7 @@ void lm_noise_limits_defaults(lm_noise_limits *l) {
   l->spread_max = 0.10;
   l->canary_max = 0.15;
   l->other_cpus_max = 0.05;
+  l->busy_here = 0;
   l->steal_max = 0.05;
   l->late_ns_max = 500e3;
 }
@@ -248,6 +262,7 @@ void lm_noise_limits_defaults(lm_noise_limits *l) {
 void lm_noise_clear(lm_noise *n) {
   memset(n, 0, sizeof *n);
   n->spread = n->canary = n->other_cpus = n->busiest_cpu = n->steal = NAN;
+  n->other_here = NAN;
   n->load_start = n->load_end = n->late_ns = NAN;
   n->running_start = n->running_end = -1;
   n->ncpu = lm_affinity_count_allowed();
@@ -266,8 +281,13 @@ void lm_noise_judge(lm_noise *n, const lm_noise_limits *l) {
     r |= LM_NOISE_CANARY;
   /* /proc/stat counts in ticks: every CPU's counter may be one tick off at
    * each end, so a short comparison widens the limit by that resolution */
-  if (n->other_cpus > l->other_cpus_max + lm_noise_resolution_cpus(n))
+  if (l->busy_here && !isnan(n->other_here)) {
+    double one_cpu = n->wall_s > 0 ? (2.0 / ticks_per_s()) / n->wall_s : 0;
+    if (n->other_here > l->other_cpus_max + one_cpu)
+      r |= LM_NOISE_BUSY;
+  } else if (n->other_cpus > l->other_cpus_max + lm_noise_resolution_cpus(n)) {
     r |= LM_NOISE_BUSY;
+  }
   if (n->steal > l->steal_max)
     r |= LM_NOISE_STEAL;
   if (n->late_ns > l->late_ns_max ||
@@ -292,6 +312,7 @@ void lm_noise_merge(lm_noise *a, const lm_noise *b) {
   a->spread = worse(a->spread, b->spread);
   a->canary = worse(a->canary, b->canary);
   a->other_cpus = worse(a->other_cpus, b->other_cpus);
+  a->other_here = worse(a->other_here, b->other_here);
   a->busiest_cpu = worse(a->busiest_cpu, b->busiest_cpu);
   a->steal = worse(a->steal, b->steal);
   if (isnan(a->load_start))
@@ -379,7 +400,10 @@ const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
       sep = ", ";                                                              \
     }                                                                          \
   } while (0)
-  if (n->reasons & LM_NOISE_BUSY)
+  if ((n->reasons & LM_NOISE_BUSY) && l->busy_here && !isnan(n->other_here))
+    ADD("other processes used %.2f of this CPU > %.2f", n->other_here,
+        l->other_cpus_max);
+  else if (n->reasons & LM_NOISE_BUSY)
     ADD("other processes used %.2f CPU > %.2f", n->other_cpus,
         l->other_cpus_max);
   if (n->reasons & LM_NOISE_STEAL)
@@ -418,6 +442,7 @@ cJSON *lm_noise_to_json(const lm_noise *n) {
   put_num(o, "spread", n->spread);
   put_num(o, "canary", n->canary);
   put_num(o, "other_cpus", n->other_cpus);
+  put_num(o, "other_here", n->other_here);
   put_num(o, "busiest_cpu", n->busiest_cpu);
   put_num(o, "steal", n->steal);
   if (isfinite(n->load_start) && isfinite(n->load_end)) {
@@ -525,6 +550,7 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err) {
   if ((st = get_num(j, "spread", &out->spread, err)) ||
       (st = get_num(j, "canary", &out->canary, err)) ||
       (st = get_num(j, "other_cpus", &out->other_cpus, err)) ||
+      (st = get_num(j, "other_here", &out->other_here, err)) ||
       (st = get_num(j, "busiest_cpu", &out->busiest_cpu, err)) ||
       (st = get_num(j, "steal", &out->steal, err)) ||
       (st = get_num(j, "wall_s", &out->wall_s, err)) ||

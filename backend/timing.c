@@ -19,6 +19,7 @@
 #include "lanemap/timing.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,32 @@ static lm_status lm_timing_alloc(lm_timing_result *out, int n, int ns,
   return LM_OK;
 }
 
+/* The allowed CPU that was least busy over QUIET_WINDOW_NS, the current
+ * one among equals; -1 when /proc cannot say.  Pinning to the CPU the
+ * thread happens to be on would, beside a neighbour that keeps one core
+ * busy, now and then pin the timing to that very core for the whole
+ * comparison, where the scheduler would have moved it. */
+#define QUIET_WINDOW_NS 20e6 /* two ticks of /proc/stat */
+static int quietest_cpu(void) {
+  lm_sysload a, b;
+  lm_sysload_read(&a);
+  if (!a.ok)
+    return -1;
+  struct timespec ts = {0, (long)QUIET_WINDOW_NS};
+  nanosleep(&ts, NULL);
+  lm_sysload_read(&b);
+  int here = sched_getcpu(), best = -1;
+  double least = INFINITY;
+  for (int c = 0; c < a.ncpu && c < b.ncpu; c++) {
+    if (!lm_affinity_allowed(c))
+      continue;
+    double busy = b.cpu_busy_s[c] - a.cpu_busy_s[c];
+    if (busy < least || (busy == least && c == here))
+      least = busy, best = c;
+  }
+  return best;
+}
+
 /* (second slowest - fastest) / median of the canary's rounds: one slow
  * round is a hiccup, interference holds up more (lanemap/noise.h).  With
  * one round, 0. */
@@ -338,6 +365,7 @@ static void lm_timing_verdict(const lm_timing_opts *o, lm_timing_result *out,
   lm_sysload_delta d;
   lm_sysload_diff(load0, load1, &d);
   nz->other_cpus = d.other_cpus;
+  nz->other_here = d.other_here;
   nz->busiest_cpu = d.busiest_cpu;
   nz->steal = d.steal;
   nz->wall_s = d.wall_s;
@@ -389,7 +417,9 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   }
 
   if (o->pin) {
-    pin = lm_affinity_pin_current();
+    pin = lm_affinity_pin_to(quietest_cpu());
+    if (!pin)
+      pin = lm_affinity_pin_current();
     out->pinned = pin != NULL;
   }
   const lm_timing_clock clk = {o->clock_ns, o->clock_ctx};
@@ -397,6 +427,7 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   lm_sysload load0, load1;
   lm_pool_stats pool0, pool1;
   lm_sysload_read(&load0);
+  load0.cpu = pin ? sched_getcpu() : -1;
   lm_pool_stats_get(o->pool, &pool0);
 
   for (int i = 0; i < n; i++)
@@ -426,6 +457,7 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   }
 
   lm_sysload_read(&load1);
+  load1.cpu = pin ? sched_getcpu() : -1;
   lm_pool_stats_get(o->pool, &pool1);
   if (pin) {
     lm_affinity_restore(pin);

@@ -124,8 +124,11 @@ static void print_stats(const lm_evaluate_target *t) {
 
 /* The last line: whether the figures can be trusted.  1 if they cannot. */
 static int print_verdict(const lm_evaluate_result *res) {
-  char cpus[32] = "unknown";
-  if (res->noise.other_cpus == res->noise.other_cpus) /* not NAN */
+  char cpus[96] = "unknown";
+  if (res->noise.other_here == res->noise.other_here) /* not NAN */
+    snprintf(cpus, sizeof cpus, "%.2f of the timing core, %.2f CPU in all",
+             res->noise.other_here, res->noise.other_cpus);
+  else if (res->noise.other_cpus == res->noise.other_cpus)
     snprintf(cpus, sizeof cpus, "%.2f CPU", res->noise.other_cpus);
   int unknown = 0;
   for (int i = 0; i < res->ntargets; i++)

@@ -44,6 +44,10 @@ typedef struct Eval {
   lm_profile *prof[LM_EVALUATE_MAX_ISAS + 1];
   double calib_s[LM_EVALUATE_MAX_ISAS + 1];
   lm_timing_opts timing;
+  /* busy judged on the timing thread's own CPU: a neighbour on another
+   * core leaves one-worker variants alone, and the parallel ones it
+   * touches are marked contended (docs/evaluation.md) */
+  lm_noise_limits limits;
   lm_evaluate_result *res;
 } Eval;
 
@@ -692,6 +696,9 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
   Eval e = {.o = o, .res = out};
   lm_noise_clear(&out->noise);
   lm_timing_defaults(&e.timing);
+  lm_noise_limits_defaults(&e.limits);
+  e.limits.busy_here = 1;
+  e.timing.limits = &e.limits;
   e.timing.samples = o->quick ? LM_EVALUATE_QUICK_SAMPLES : LM_EVALUATE_SAMPLES;
   e.timing.sample_ms =
       o->quick ? LM_EVALUATE_QUICK_SAMPLE_MS : LM_EVALUATE_SAMPLE_MS;

@@ -403,11 +403,13 @@ static lm_status check_dispatch(const lm_eval_opts *o,
 }
 
 /* Parallel variants measured with fewer free CPUs than workers: their time
- * is the machine's load, not the variant's. */
+ * is the machine's load, not the variant's.  Judged on each comparison's
+ * own verdict (a merged one sums wall times and keeps the worst reading,
+ * which would judge a short comparison's coarse reading as a long one's). */
 static void mark_contended(const lm_eval_kernel *ek, const lm_noise *noise,
                            lm_eval_case *c) {
   for (int i = 0; i < c->nvariants; i++)
-    c->v[i].contended = lm_noise_contended(noise, ek->v[i].workers);
+    c->v[i].contended |= lm_noise_contended(noise, ek->v[i].workers);
 }
 
 /* The screening round: every verified variant (items[0..nok), variant
@@ -463,8 +465,8 @@ static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
     mark_contended(ek, &c->noise, c);
     if ((st = lm_eval_case_confirm(o, entries, c, &confirm, err)) != LM_OK)
       return st;
+    mark_contended(ek, &confirm, c);
     lm_noise_merge(&c->noise, &confirm);
-    mark_contended(ek, &c->noise, c);
     c->attempts++;
   } while (c->noise.noisy && c->attempts <= LM_EVALUATE_REMEASURE);
   return st;

@@ -350,6 +350,50 @@ Test(noise, sysload_differences_are_what_the_counters_say) {
   cr_expect(isnan(d.other_cpus) && isnan(d.steal));
 }
 
+Test(noise, the_own_cpu_measure_subtracts_the_thread) {
+  lm_sysload a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ok = b.ok = 1;
+  a.ncpu = b.ncpu = 2;
+  a.t_ns = 0, b.t_ns = 1e9;
+  a.cpu_busy_s[1] = 3, b.cpu_busy_s[1] = 3.98; /* CPU 1 busy 0.98 s */
+  a.thread_s = 1, b.thread_s = 1.9;            /* 0.9 s of it ours */
+  a.cpu = b.cpu = 1;
+  lm_sysload_delta d;
+  lm_sysload_diff(&a, &b, &d);
+  cr_expect_float_eq(d.other_here, 0.08, 1e-9);
+  b.cpu = 0; /* moved: no own CPU to judge */
+  lm_sysload_diff(&a, &b, &d);
+  cr_expect(isnan(d.other_here));
+}
+
+Test(noise, busy_here_judges_the_own_cpu_only) {
+  lm_noise_limits l;
+  lm_noise_limits_defaults(&l);
+  l.busy_here = 1;
+  lm_noise n = calm();
+  n.other_cpus = 1.0; /* a neighbour on the other core */
+  n.other_here = 0.01;
+  lm_noise_judge(&n, &l);
+  cr_expect_eq(n.noisy, 0, "reasons %#x", n.reasons);
+  n.other_here = 0.5; /* and one on this core */
+  lm_noise_judge(&n, &l);
+  cr_expect(n.noisy && (n.reasons & LM_NOISE_BUSY));
+  char buf[256];
+  lm_noise_describe(&n, &l, buf, sizeof buf);
+  cr_expect(strstr(buf, "0.50 of this CPU"), "%s", buf);
+  /* unknown own CPU: back to every CPU */
+  n.other_here = NAN;
+  lm_noise_judge(&n, &l);
+  cr_expect(n.reasons & LM_NOISE_BUSY);
+  /* the machine scope ignores other_here */
+  l.busy_here = 0;
+  n.other_cpus = 0.01, n.other_here = 0.9;
+  lm_noise_judge(&n, &l);
+  cr_expect_eq(n.noisy, 0);
+}
+
 Test(noise, the_machine_can_be_read) {
   lm_sysload a, b;
   lm_sysload_read(&a);

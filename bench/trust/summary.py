@@ -94,10 +94,18 @@ def f(x, digits=1):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
 
 
+def runs(out, prefix):
+    """The finished runs DIR/PREFIX-N, in order of N."""
+    found = []
+    for d in glob.glob(os.path.join(out, prefix + "-*")):
+        m = re.fullmatch(re.escape(prefix) + r"-(\d+)", os.path.basename(d))
+        if m and os.path.exists(os.path.join(d, "exit")):
+            found.append((int(m.group(1)), d))
+    return [parse_run(d) for _, d in sorted(found)]
+
+
 def main(out):
-    quiet = [parse_run(d) for d in sorted(glob.glob(os.path.join(out, "quiet-[0-9]*")), key=lambda p: int(p.rsplit("-", 1)[1])) if os.path.isdir(d)]
-    loaded = [parse_run(d) for d in sorted(glob.glob(os.path.join(out, "loaded-[0-9]*")), key=lambda p: int(p.rsplit("-", 1)[1])) if os.path.isdir(d)]
-    empty = [parse_run(d) for d in sorted(glob.glob(os.path.join(out, "loaded-empty-[0-9]*")), key=lambda p: int(p.rsplit("-", 1)[1])) if os.path.isdir(d)]
+    quiet, loaded, empty = runs(out, "quiet"), runs(out, "loaded"), runs(out, "loaded-empty")
     print("# Trust figures\n")
     if quiet:
         print("## Quiet runs (`evaluate --quick --fresh`, each calibrating anew)\n")

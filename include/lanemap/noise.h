@@ -52,6 +52,10 @@ typedef struct lm_sysload {
   double self_s;         /* this process, all threads: utime+stime, seconds */
   double load1;          /* /proc/loadavg 1-minute load */
   int running;           /* /proc/stat procs_running (includes this thread) */
+  double thread_s;       /* the calling thread: utime+stime, seconds */
+  /* The CPU the calling thread is pinned to, or -1: set by the caller
+   * (lm_sysload_read leaves -1), for lm_sysload_delta.other_here. */
+  int cpu;
 } lm_sysload;
 
 /* Reads the state now.  Never fails: where /proc is missing s->ok is 0 and
@@ -65,6 +69,11 @@ typedef struct lm_sysload_delta {
                         (busy - self) / wall; NAN if unknown */
   double busiest_cpu; /* the busiest CPU's busy fraction (any process) */
   double steal;      /* steal / total time, 0..1; NAN if unknown */
+  /* Other processes on the CPU both samples' thread was pinned to (a.cpu
+   * == b.cpu >= 0): that CPU's busy time minus the thread's own, over the
+   * wall time; NAN when unpinned.  Time the process's other threads spent
+   * there counts as other. */
+  double other_here;
 } lm_sysload_delta;
 void lm_sysload_diff(const lm_sysload *a, const lm_sysload *b,
                      lm_sysload_delta *out);
@@ -114,8 +123,16 @@ typedef struct lm_noise_limits {
   /* Other processes' CPU time, in CPUs.  0.05 is the issue tracker's and
    * docs' definition of a quiet machine: no other process above 5% of a
    * CPU.  The limit is widened by the counters' resolution, two ticks per
-   * CPU over the comparison's wall time. */
+   * CPU over the comparison's wall time.  With busy_here set, it applies
+   * to other_here, the timing thread's own CPU (widened by two ticks of
+   * that one CPU), and other_cpus is left to lm_noise_contended. */
   double other_cpus_max;
+  /* 0: busy judges every CPU (other_cpus): what a calibration needs, whose
+   * profile prices parallel launches too.  1: busy judges the timing
+   * thread's own CPU when it is known (other_here): what a comparison
+   * whose parallel entries are marked contended on their own needs, so
+   * that a neighbour on another core flags only those (lanemap evaluate). */
+  int busy_here;
   /* Steal / total time.  The same 5%: a hypervisor that takes that much
    * from the guest is another tenant on the core. */
   double steal_max;
@@ -142,6 +159,8 @@ typedef struct lm_noise {
   double spread;     /* median over entries of their spread */
   double canary;     /* canary drift; NAN without a canary */
   double other_cpus; /* other processes' CPUs while timing; NAN unknown */
+  double other_here; /* other processes on the timing thread's own CPU
+                        (lm_sysload_delta.other_here); NAN unknown */
   double busiest_cpu;
   double steal;      /* NAN unknown */
   double load_start, load_end;  /* 1-minute load average */
