@@ -20,6 +20,9 @@
 
 extern char **environ;
 
+/* Not every test uses every helper. */
+#define RUN_HELPER static __attribute__((unused))
+
 typedef struct run_result {
   int code; /* exit code, or -1 if the child died from a signal */
   char *out, *err;
@@ -28,19 +31,19 @@ typedef struct run_result {
 static char run_tmpdir[256];
 
 /* A fresh temp folder per test (use as .init), removed by run_tmp_remove. */
-static inline void run_tmp_make(void) {
+RUN_HELPER void run_tmp_make(void) {
   snprintf(run_tmpdir, sizeof run_tmpdir, "/tmp/lanemap_test.XXXXXX");
   cr_assert_not_null(mkdtemp(run_tmpdir));
 }
 
-static inline void run_tmp_remove(void) {
+RUN_HELPER void run_tmp_remove(void) {
   char cmd[512];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", run_tmpdir);
   cr_expect_eq(system(cmd), 0);
 }
 
 /* run_tmpdir/name, in one of 8 rotating buffers. */
-static inline char *run_tmp(const char *name) {
+static char *run_tmp(const char *name) {
   static char buf[8][512];
   static int next;
   char *p = buf[next++ % 8];
@@ -48,21 +51,21 @@ static inline char *run_tmp(const char *name) {
   return p;
 }
 
-static inline char *run_slurp(const char *path) {
+static char *run_slurp(const char *path) {
   char *s = NULL;
   lm_error err = {0};
   cr_assert_eq(lm_file_read(path, &s, NULL, &err), LM_OK, "%s", err.msg);
   return s;
 }
 
-static inline void run_write(const char *path, const char *text) {
+RUN_HELPER void run_write(const char *path, const char *text) {
   lm_error err = {0};
   cr_assert_eq(lm_file_write_atomic(path, text, strlen(text), &err), LM_OK,
                "%s", err.msg);
 }
 
 /* Run the CLI with the NULL-terminated arguments after argv[0]. */
-static inline run_result run_cli(const char *const *args) {
+RUN_HELPER run_result run_cli(const char *const *args) {
   const char *argv[64] = {LANEMAP_CLI};
   int n = 1;
   for (; args[n - 1] && n < 63; n++)
@@ -88,13 +91,13 @@ static inline run_result run_cli(const char *const *args) {
 }
 #define RUN(...) run_cli((const char *const[]){__VA_ARGS__, NULL})
 
-static inline void run_free(run_result *r) {
+RUN_HELPER void run_free(run_result *r) {
   free(r->out);
   free(r->err);
 }
 
 /* Lines of s that contain needle. */
-static inline int run_count_lines(const char *s, const char *needle) {
+RUN_HELPER int run_count_lines(const char *s, const char *needle) {
   int n = 0;
   for (const char *line = s; *line;) {
     const char *end = strchr(line, '\n');
@@ -108,7 +111,7 @@ static inline int run_count_lines(const char *s, const char *needle) {
   return n;
 }
 
-static inline int run_exists(const char *path) {
+RUN_HELPER int run_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
 }
