@@ -62,6 +62,9 @@ typedef struct lm_pool_worker {
   _Atomic int parked; /* 1 while the worker is (about to be) asleep */
   /* lm_pool_stats, written by this worker only */
   _Atomic int64_t joined, late_ns;
+  /* LM_SCHED_STATIC: the generation of the launch whose block index+1 was
+   * claimed, by this worker or by the caller taking it over */
+  _Atomic uint64_t block;
   int index;          /* 0-based; participates when index < participants-1 */
   lm_pool *pool;
   pthread_t thread;
@@ -81,6 +84,10 @@ struct lm_pool {
   const void *args;
   int64_t n, grain, nchunks;
   int64_t launch_ns; /* when the job was published */
+  int kind;          /* lm_sched_kind */
+  int64_t batch;     /* LM_SCHED_DYNAMIC: chunks per claim */
+  int part;          /* participants, the caller included */
+  uint64_t job_gen;  /* the job's generation, for static block claims */
   /* lm_pool_stats, written by the launching thread under launch_mu */
   _Atomic int64_t launches, wanted;
   uint64_t gen; /* generation of the last published job */
@@ -151,16 +158,47 @@ static void lm_pool_run_inline(lm_entry_fn fn, const void *args, int64_t n,
     fn(args, first, n - first < grain ? n - first : grain);
 }
 
-/* Claims and runs chunks of the current job until none are left; returns
- * how many it ran. */
-static int64_t lm_pool_run_chunks(lm_pool *p) {
-  for (int64_t ran = 0;; ran++) {
-    int64_t c = atomic_fetch_add(&p->next, 1);
-    if (c >= p->nchunks)
-      return ran;
+/* Runs chunks [c0, c1) of the current job. */
+static void lm_pool_run_range(const lm_pool *p, int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; c++) {
     int64_t first = c * p->grain;
     int64_t left = p->n - first;
     p->fn(p->args, first, left < p->grain ? left : p->grain);
+  }
+}
+
+/* LM_SCHED_STATIC: runs block b (of p->part) if this thread claims it
+ * first; returns the chunks run.  The claim is one exchange on the block's
+ * own cache line (the caller's block 0 is never contested). */
+static int64_t lm_pool_run_block(lm_pool *p, int b) {
+  if (b > 0 && atomic_exchange(&p->workers[b - 1].block, p->job_gen) ==
+                   p->job_gen)
+    return 0;
+  int64_t c0 = p->nchunks * b / p->part, c1 = p->nchunks * (b + 1) / p->part;
+  lm_pool_run_range(p, c0, c1);
+  return c1 - c0;
+}
+
+/* Claims and runs chunks of the current job until none are left for this
+ * participant (block: its static block, 0 for the caller); returns how
+ * many it ran. */
+static int64_t lm_pool_run_chunks(lm_pool *p, int block) {
+  if (p->kind == LM_SCHED_STATIC) {
+    int64_t ran = lm_pool_run_block(p, block);
+    /* the caller takes over the blocks no worker has claimed yet */
+    for (int b = 1; block == 0 && b < p->part; b++)
+      if (atomic_load_explicit(&p->workers[b - 1].block,
+                               memory_order_relaxed) != p->job_gen)
+        ran += lm_pool_run_block(p, b);
+    return ran;
+  }
+  for (int64_t ran = 0;;) {
+    int64_t c = atomic_fetch_add(&p->next, p->batch);
+    if (c >= p->nchunks)
+      return ran;
+    int64_t c1 = c + p->batch < p->nchunks ? c + p->batch : p->nchunks;
+    lm_pool_run_range(p, c, c1);
+    ran += c1 - c;
   }
 }
 
@@ -171,7 +209,7 @@ static void lm_pool_join(lm_pool *p, lm_pool_worker *w, uint64_t s) {
   atomic_fetch_add(&p->refs, 1);
   if (atomic_load(&p->job) == s) {
     int64_t late = entered - p->launch_ns;
-    if (lm_pool_run_chunks(p) > 0) {
+    if (lm_pool_run_chunks(p, w->index + 1) > 0) {
       atomic_store_explicit(
           &w->joined, atomic_load_explicit(&w->joined, memory_order_relaxed) + 1,
           memory_order_relaxed);
@@ -316,6 +354,7 @@ lm_pool *lm_pool_new_opts(const lm_pool_opts *o, lm_error *err) {
     lm_pool_worker *w = &p->workers[i];
     atomic_init(&w->wake, 0);
     atomic_init(&w->parked, 0);
+    atomic_init(&w->block, 0);
     w->index = i;
     w->pool = p;
 #if !LM_POOL_FUTEX
@@ -396,6 +435,22 @@ static void lm_pool_wait_refs(lm_pool *p) {
 
 lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
                          int64_t n, int64_t grain, int workers, lm_error *err) {
+  return lm_pool_launch_sched(p, fn, args, n, grain, workers, NULL, err);
+}
+
+lm_status lm_pool_launch_sched(lm_pool *p, lm_entry_fn fn, const void *args,
+                               int64_t n, int64_t grain, int workers,
+                               const lm_launch_sched *sched, lm_error *err) {
+  lm_launch_sched dyn = {LM_SCHED_DYNAMIC, 1};
+  if (!sched)
+    sched = &dyn;
+  if (sched->kind != LM_SCHED_DYNAMIC && sched->kind != LM_SCHED_STATIC)
+    return lm_error_set(err, LM_EINPUT, "launch: schedule kind %d is unknown",
+                        (int)sched->kind);
+  if (sched->batch < 0)
+    return lm_error_set(err, LM_EINPUT,
+                        "launch: batch = %lld must be >= 0 (0 means 1)",
+                        (long long)sched->batch);
   if (!fn)
     return lm_error_set(err, LM_EINPUT, "launch: entry is NULL");
   if (n < 0)
@@ -433,6 +488,10 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   p->n = n;
   p->grain = grain;
   p->nchunks = nchunks;
+  p->kind = sched->kind;
+  p->batch = sched->batch > 0 ? sched->batch : 1;
+  p->part = (int)part;
+  p->job_gen = p->gen + 1;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
   p->launch_ns = lm_pool_clock_ns();
   atomic_store_explicit(&p->launches,
@@ -449,7 +508,7 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   for (int i = 0; i < (int)part - 1; i++)
     lm_pool_park_wake(&p->workers[i]);
 
-  (void)lm_pool_run_chunks(p);
+  (void)lm_pool_run_chunks(p, 0);
 
   atomic_store(&p->job, s & ~JOB_OPEN);
   lm_pool_wait_refs(p);

@@ -60,6 +60,18 @@ static void tiny_entry(const void *args, int64_t first, int64_t count) {
   }
 }
 
+/* About 200 ns of dependent arithmetic per instance: the balanced work of
+ * the 512-chunk comparisons. */
+static void work_entry(const void *args, int64_t first, int64_t count) {
+  (void)args;
+  for (int64_t i = first; i < first + count; i++) {
+    uint64_t x = (uint64_t)i | 1u;
+    for (int k = 0; k < 50; k++)
+      x = x * 0x9E3779B97F4A7C15ull + (uint64_t)k;
+    __asm__ volatile("" : "+r"(x));
+  }
+}
+
 /* Rendezvous: launch k moves the counter from 2k-2 to 2k; each chunk waits
  * until its launch's pair is complete (its ticket rounded up to even). */
 static void meet_entry(const void *args, int64_t first, int64_t count) {
@@ -101,12 +113,16 @@ static void latency(const char *title, lm_pool *p, lm_entry_fn fn,
   free(t);
 }
 
+/* lm_pool_launch's schedule: dynamic, one chunk a claim */
+#define DYN1 {LM_SCHED_DYNAMIC, 1}
+
 typedef struct launch_ctx {
   lm_pool *pool;
   lm_entry_fn fn;
   const void *args;
   int64_t n, grain;
   int workers; /* 0: call fn directly, chunk by chunk */
+  lm_launch_sched sched; /* zero: dynamic, one chunk a claim */
 } launch_ctx;
 
 static void run_launch(void *ctx, int64_t reps) {
@@ -122,8 +138,8 @@ static void run_launch(void *ctx, int64_t reps) {
     return;
   }
   for (int64_t r = 0; r < reps; r++)
-    if (lm_pool_launch(c->pool, c->fn, c->args, c->n, c->grain, c->workers,
-                       NULL) != LM_OK)
+    if (lm_pool_launch_sched(c->pool, c->fn, c->args, c->n, c->grain,
+                             c->workers, &c->sched, NULL) != LM_OK)
       abort(); /* arguments are fixed and valid: a failure is a bug */
 }
 
@@ -148,8 +164,8 @@ static double pool_share(const launch_ctx *c) {
   atomic_store(&chunks_total, 0);
   atomic_store(&chunks_by_pool, 0);
   for (int r = 0; r < 20000; r++)
-    if (lm_pool_launch(c->pool, counted_entry, c->args, c->n, c->grain,
-                       c->workers, NULL) != LM_OK)
+    if (lm_pool_launch_sched(c->pool, counted_entry, c->args, c->n, c->grain,
+                             c->workers, &c->sched, NULL) != LM_OK)
       abort();
   return (double)atomic_load(&chunks_by_pool) /
          (double)atomic_load(&chunks_total);
@@ -210,10 +226,10 @@ int main(int argc, char **argv) {
 
   int rc = 0;
   launch_ctx e[4] = {
-      {NULL, empty_entry, NULL, 2, 1, 0},
-      {NULL, empty_entry, NULL, 2, 1, 1},
-      {spin, empty_entry, NULL, 2, 1, 2},
-      {park, empty_entry, NULL, 2, 1, 2},
+      {NULL, empty_entry, NULL, 2, 1, 0, DYN1},
+      {NULL, empty_entry, NULL, 2, 1, 1, DYN1},
+      {spin, empty_entry, NULL, 2, 1, 2, DYN1},
+      {park, empty_entry, NULL, 2, 1, 2, DYN1},
   };
   lm_timed empty[4] = {{"call", run_launch, &e[0]},
                        {"w1", run_launch, &e[1]},
@@ -225,10 +241,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < TINY_N; i++)
     ta.x[i] = (float)i / TINY_N;
   launch_ctx t[4] = {
-      {NULL, tiny_entry, &ta, TINY_N, TINY_GRAIN, 0},
-      {NULL, tiny_entry, &ta, TINY_N, TINY_GRAIN, 1},
-      {spin, tiny_entry, &ta, TINY_N, TINY_GRAIN, 2},
-      {park, tiny_entry, &ta, TINY_N, TINY_GRAIN, 2},
+      {NULL, tiny_entry, &ta, TINY_N, TINY_GRAIN, 0, DYN1},
+      {NULL, tiny_entry, &ta, TINY_N, TINY_GRAIN, 1, DYN1},
+      {spin, tiny_entry, &ta, TINY_N, TINY_GRAIN, 2, DYN1},
+      {park, tiny_entry, &ta, TINY_N, TINY_GRAIN, 2, DYN1},
   };
   lm_timed tiny[4] = {{"call", run_launch, &t[0]},
                       {"w1", run_launch, &t[1]},
@@ -238,14 +254,51 @@ int main(int argc, char **argv) {
 
   static _Atomic long arrived_spin, arrived_park;
   launch_ctx m[3] = {
-      {NULL, empty_entry, NULL, 2, 1, 0},
-      {spin, meet_entry, (const void *)&arrived_spin, 2, 1, 2},
-      {park, meet_entry, (const void *)&arrived_park, 2, 1, 2},
+      {NULL, empty_entry, NULL, 2, 1, 0, DYN1},
+      {spin, meet_entry, (const void *)&arrived_spin, 2, 1, 2, DYN1},
+      {park, meet_entry, (const void *)&arrived_park, 2, 1, 2, DYN1},
   };
   lm_timed meet[3] = {{"call", run_launch, &m[0]},
                       {"w2 meet", run_launch, &m[1]},
                       {"parked meet", run_launch, &m[2]}};
   rc |= compare("rendezvous: both participants must run a chunk", &o, 3, meet);
+
+  /* The schedules at 512 chunks of one instance: empty chunks give the
+   * cost of handing a chunk out; chunks of ~200 ns give what a schedule
+   * adds over the slowest participant's share of the work (half of the
+   * direct call's time, the work being even). */
+  for (int w = 0; w < 2; w++) {
+    lm_entry_fn fn = w ? work_entry : empty_entry;
+    launch_ctx s[5] = {
+        {NULL, fn, NULL, 512, 1, 0, {LM_SCHED_DYNAMIC, 1}},
+        {spin, fn, NULL, 512, 1, 2, {LM_SCHED_DYNAMIC, 1}},
+        {spin, fn, NULL, 512, 1, 2, {LM_SCHED_DYNAMIC, 8}},
+        {spin, fn, NULL, 512, 1, 2, {LM_SCHED_DYNAMIC, 32}},
+        {spin, fn, NULL, 512, 1, 2, {LM_SCHED_STATIC, 0}},
+    };
+    lm_timed si[5] = {{"call", run_launch, &s[0]},
+                      {"dyn b1", run_launch, &s[1]},
+                      {"dyn b8", run_launch, &s[2]},
+                      {"dyn b32", run_launch, &s[3]},
+                      {"static", run_launch, &s[4]}};
+    lm_timing_result r;
+    if (lm_time_compare(&o, 5, si, &r, &err) != LM_OK) {
+      fprintf(stderr, "bench_forkjoin: %s\n", err.msg);
+      rc = 1;
+      continue;
+    }
+    double call = r.stats[0].p50;
+    printf("\n512 chunks of 1 instance, %s, workers = 2 (%d samples)\n",
+           w ? "~200 ns each" : "empty", r.nsamples);
+    printf("  %-8s %10s %12s %16s %11s\n", "entry", "p50 us", "ns/chunk",
+           "over call/2 us", "pool share");
+    for (int i = 0; i < 5; i++)
+      printf("  %-8s %10.3f %12.1f %16.3f %10.1f%%\n", si[i].name,
+             r.stats[i].p50 / 1e3, r.stats[i].p50 / 512,
+             i ? (r.stats[i].p50 - call / 2) / 1e3 : 0.0,
+             100 * pool_share(&s[i]));
+    lm_timing_result_free(&r);
+  }
 
   printf("\nsingle launches, workers = 2, µs\n");
   printf("  %-34s %8s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "p99",

@@ -1,7 +1,8 @@
-/* Thread-pool stress: many launches with random worker counts and grains,
- * each task writing a disjoint slice of an output that is checked element
- * by element afterwards (every index written exactly once, with the
- * launch's tag, by chunks that respect the grain); launches from several
+/* Thread-pool stress: many launches with random worker counts, grains and
+ * schedules (lm_launch_sched), each task writing a disjoint slice of an
+ * output that is checked element by element afterwards (every index
+ * written exactly once, with the launch's tag, by chunks that respect the
+ * grain); launches from several
  * threads at once on one pool; nested launches; pools created and freed
  * while in use elsewhere; and compiled kernels launched concurrently from
  * several threads, each checked against the FP64 oracle.
@@ -157,9 +158,13 @@ static int64_t one_launch(lm_pool *p, uint64_t *rng, int64_t tag, int nested) {
   cr_assert(j.out && j.hits);
   for (int64_t i = 0; i < 5 * n; i++)
     j.out[i] = -1;
+  /* every schedule: dynamic one or a few chunks a claim, and static */
+  uint64_t pick = next_rand(rng) % 3;
+  lm_launch_sched sched = {pick == 2 ? LM_SCHED_STATIC : LM_SCHED_DYNAMIC,
+                           pick == 1 ? 1 + (int64_t)(next_rand(rng) % 8) : 0};
   lm_error err = {0};
-  lm_status s = lm_pool_launch(p, nested ? fill_nested : fill, &j, n, grain,
-                               workers, &err);
+  lm_status s = lm_pool_launch_sched(p, nested ? fill_nested : fill, &j, n,
+                                     grain, workers, &sched, &err);
   cr_assert_eq(s, LM_OK, "launch n=%lld grain=%lld workers=%d: %s", (long long)n,
                (long long)grain, workers, err.msg);
   int64_t wrong = atomic_load(&j.bad_chunks);

@@ -71,12 +71,13 @@ static int64_t count_wrong(const count_args *a) {
   return wrong;
 }
 
-static void launch_and_check(lm_pool *p, int64_t n, int64_t grain,
-                             int workers) {
+static void launch_sched_and_check(lm_pool *p, int64_t n, int64_t grain,
+                                   int workers, const lm_launch_sched *sched) {
   count_args a;
   count_init(&a, n, grain);
   lm_error err = {0};
-  lm_status st = lm_pool_launch(p, count_entry, &a, n, grain, workers, &err);
+  lm_status st = lm_pool_launch_sched(p, count_entry, &a, n, grain, workers,
+                                      sched, &err);
   cr_assert_eq(st, LM_OK, "n=%lld grain=%lld workers=%d: %s", (long long)n,
                (long long)grain, workers, err.msg);
   cr_assert_eq(count_wrong(&a), 0,
@@ -92,6 +93,17 @@ static void launch_and_check(lm_pool *p, int64_t n, int64_t grain,
                 "n=%lld grain=%lld workers=%d: %d threads ran chunks",
                 (long long)n, (long long)grain, workers, a.nseen);
   count_fini(&a);
+}
+
+/* Every schedule: dynamic one chunk a claim (lm_pool_launch's), dynamic
+ * in batches of 4, and static blocks. */
+static const lm_launch_sched schedules[] = {
+    {LM_SCHED_DYNAMIC, 1}, {LM_SCHED_DYNAMIC, 4}, {LM_SCHED_STATIC, 0}};
+
+static void launch_and_check(lm_pool *p, int64_t n, int64_t grain,
+                             int workers) {
+  for (size_t s = 0; s < sizeof schedules / sizeof *schedules; s++)
+    launch_sched_and_check(p, n, grain, workers, &schedules[s]);
 }
 
 static const int64_t sizes[] = {1, 2, 7, 64, 65, 1000, 4097};
@@ -110,6 +122,17 @@ Test(pool, every_instance_runs_exactly_once_on_a_3_thread_pool) {
   lm_pool *p = lm_pool_new(3, &err);
   cr_assert_not_null(p, "%s", err.msg);
   sweep(p);
+  lm_pool_free(p);
+}
+
+Test(pool, every_instance_runs_exactly_once_with_8_workers_on_2_cores) {
+  /* more workers than cores: preempted workers, blocks taken over */
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(7, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  sweep(p);
+  for (int r = 0; r < 200; r++)
+    launch_and_check(p, 512 * 16, 16, 8);
   lm_pool_free(p);
 }
 
@@ -385,6 +408,15 @@ Test(pool, bad_launch_arguments_are_einput) {
   /* Bad grain or workers stay bad even when there is nothing to run. */
   expect_einput(p, noop_entry, 0, 0, 1);
   expect_einput(p, noop_entry, 0, 1, 0);
+  const lm_launch_sched bad[] = {{(lm_sched_kind)7, 1},
+                                 {LM_SCHED_DYNAMIC, -2}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err = (lm_error){0};
+    cr_expect_eq(lm_pool_launch_sched(p, noop_entry, NULL, 10, 4, 2, &bad[i],
+                                      &err),
+                 LM_EINPUT);
+    cr_expect(err.msg[0], "no message for bad schedule %zu", i);
+  }
   lm_pool_free(p);
 }
 

@@ -4,9 +4,10 @@
  * A compiled variant has one native entry that runs instances
  * [first, first+count).  A launch cuts [0, n) into chunks of `grain`
  * instances (the last one shorter) and lets `workers` participants (the
- * calling thread included) claim chunks from one atomic counter until none
- * are left.  workers = 1 runs the chunks inline on the caller and never
- * touches the pool.
+ * calling thread included) run them: claimed a batch at a time from one
+ * atomic counter (dynamic), or as one contiguous block each (static; see
+ * lm_launch_sched).  workers = 1 runs the chunks inline on the caller and
+ * never touches the pool.
  *
  * The reference system lost about 34 µs per launch to wake-up cost on narrow
  * rows; the target here is about 1 µs for 2 workers.  So the caller
@@ -95,6 +96,32 @@ lm_keep lm_pool *lm_pool_shared(void);
  * lock is already held by its own launch. */
 lm_status lm_pool_launch(lm_keep lm_pool *p, lm_entry_fn fn, const void *args,
                          int64_t n, int64_t grain, int workers, lm_error *err);
+
+/* How a launch hands its chunks to the participants. */
+typedef enum lm_sched_kind {
+  /* Participants claim `batch` chunks at a time from one counter, alone on
+   * its cache line: balances uneven chunks, costs one atomic per claim. */
+  LM_SCHED_DYNAMIC = 0,
+  /* Participant i runs the i-th of `participants` contiguous blocks of
+   * chunks, claimed with one exchange per block and no counter per chunk.
+   * The caller runs block 0, then any block whose worker has not claimed it
+   * yet (a parked or preempted worker), so a launch never waits for a
+   * worker that has not started. */
+  LM_SCHED_STATIC = 1,
+} lm_sched_kind;
+
+typedef struct lm_launch_sched {
+  lm_sched_kind kind;
+  int64_t batch; /* LM_SCHED_DYNAMIC: chunks per claim, >= 1; 0 means 1 */
+} lm_launch_sched;
+
+/* lm_pool_launch with a schedule (NULL: dynamic, one chunk per claim, as
+ * lm_pool_launch).  An unknown kind or a negative batch is LM_EINPUT.
+ * docs/runtime.md has the measured cost of each. */
+lm_status lm_pool_launch_sched(lm_keep lm_pool *p, lm_entry_fn fn,
+                               const void *args, int64_t n, int64_t grain,
+                               int workers, const lm_launch_sched *sched,
+                               lm_error *err);
 
 #ifdef __cplusplus
 }
