@@ -167,6 +167,13 @@ static void lm_pool_run_range(const lm_pool *p, int64_t c0, int64_t c1) {
   }
 }
 
+/* LM_SCHED_STATIC: the first chunk of block b of p->part, the blocks'
+ * sizes differing by at most one (no product that could overflow). */
+static int64_t block_start(const lm_pool *p, int b) {
+  int64_t q = p->nchunks / p->part, r = p->nchunks % p->part;
+  return (int64_t)b * q + (b < r ? b : r);
+}
+
 /* LM_SCHED_STATIC: runs block b (of p->part) if this thread claims it
  * first; returns the chunks run.  The claim is one exchange on the block's
  * own cache line (the caller's block 0 is never contested). */
@@ -174,7 +181,7 @@ static int64_t lm_pool_run_block(lm_pool *p, int b) {
   if (b > 0 && atomic_exchange(&p->workers[b - 1].block, p->job_gen) ==
                    p->job_gen)
     return 0;
-  int64_t c0 = p->nchunks * b / p->part, c1 = p->nchunks * (b + 1) / p->part;
+  int64_t c0 = block_start(p, b), c1 = block_start(p, b + 1);
   lm_pool_run_range(p, c0, c1);
   return c1 - c0;
 }
