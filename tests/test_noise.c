@@ -319,14 +319,21 @@ Test(noise, json_refuses_what_contradicts_itself) {
                LM_OK, "%s", err.msg);
 }
 
-/* Two samples of the machine made by hand: 2 CPUs over 2 s. */
+/* Two samples of a 2-CPU machine made by hand, wall_s apart, every
+ * counter zero. */
+static void two_samples(lm_sysload *a, lm_sysload *b, double wall_s) {
+  memset(a, 0, sizeof *a);
+  memset(b, 0, sizeof *b);
+  a->ok = b->ok = 1;
+  a->ncpu = b->ncpu = 2;
+  a->cpu = b->cpu = -1;
+  a->t_ns = 1e9, b->t_ns = 1e9 + wall_s * 1e9;
+}
+
+/* 2 CPUs over 2 s. */
 Test(noise, sysload_differences_are_what_the_counters_say) {
   lm_sysload a, b;
-  memset(&a, 0, sizeof a);
-  memset(&b, 0, sizeof b);
-  a.ok = b.ok = 1;
-  a.ncpu = b.ncpu = 2;
-  a.t_ns = 1e9, b.t_ns = 3e9;
+  two_samples(&a, &b, 2);
   a.busy_s = 10, b.busy_s = 13.5;  /* 3.5 CPU-seconds busy */
   a.self_s = 4, b.self_s = 5.5;    /* 1.5 of them ours */
   a.total_s = 100, b.total_s = 104;
@@ -352,11 +359,7 @@ Test(noise, sysload_differences_are_what_the_counters_say) {
 
 Test(noise, the_own_cpu_measure_subtracts_the_thread) {
   lm_sysload a, b;
-  memset(&a, 0, sizeof a);
-  memset(&b, 0, sizeof b);
-  a.ok = b.ok = 1;
-  a.ncpu = b.ncpu = 2;
-  a.t_ns = 0, b.t_ns = 1e9;
+  two_samples(&a, &b, 1);
   a.cpu_busy_s[1] = 3, b.cpu_busy_s[1] = 3.98; /* CPU 1 busy 0.98 s */
   a.thread_s = 1, b.thread_s = 1.9;            /* 0.9 s of it ours */
   a.cpu = b.cpu = 1;

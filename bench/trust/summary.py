@@ -2,11 +2,11 @@
 """Summarise bench/trust/run.sh's runs: DIR/quiet-N and DIR/loaded-N.
 
 Reads each run's report (the per-target report.md: the plan's geomean
-regret, the winner's-curse bias and the per-case table), its plan.json
-(the plan's pick per case), exit status, last line and load averages, and
-prints a Markdown summary of the measurement-trust targets."""
+regret, the winner's-curse bias and the per-case table with each case's
+verdict, plan pick and plan regret), exit status, last line, cache folder
+and load averages, and prints a Markdown summary of the measurement-trust
+targets."""
 import glob
-import json
 import math
 import os
 import re
