@@ -6,9 +6,14 @@
  * Each benchmark runs at N and 2N instances.  The pair cancels what does
  * not scale with the work (the call, the harness loop): those costs land
  * in the `call` term, fitted from the pairs, instead of inflating the
- * per-operation coefficients.  Rows are weighted by 1/(spread * t)^2, so a
- * noisy benchmark counts less, and the fit is robust (Huber) against the
- * odd sample a shared machine produces.  The mixed kernels are not fitted:
+ * per-operation coefficients.  A row's relative error has two parts: its
+ * timing's spread, and the model's own error (the linear form misses every
+ * benchmark by some percent, far more than a timing's spread on a quiet
+ * machine).  Rows are weighted by 1/((spread^2 + s^2) t^2), with s the
+ * model error measured as the robust scale of a first fit's residuals, so
+ * that a benchmark that happened to time tightly cannot pull the fit by
+ * orders of magnitude more than its neighbours.  The fit is robust (Huber)
+ * against the odd sample a shared machine produces.  The mixed kernels are not fitted:
  * they test whether the fitted costs compose as the model form says, and
  * give the overlap coefficient.
  *
@@ -257,13 +262,14 @@ static void progress(const lm_calib_opts *o, int done, int total, const char *wh
     o->progress(o->progress_ctx, done, total, what);
 }
 
-/* The fitted (non-mixed) rows: one per benchmark and size. */
-static int build_design(Run *runs, int n, double **A, double **b, double **w,
-                        int **group) {
+/* The fitted (non-mixed) rows: one per benchmark and size, with the
+ * relative spread of each row's timing (at least LM_CALIB_SPREAD_FLOOR). */
+static int build_design(Run *runs, int n, double **A, double **b,
+                        double **spread, int **group) {
   int m = 0;
   *A = calloc((size_t)n * 2 * LM_T__COUNT, sizeof **A);
   *b = calloc((size_t)n * 2, sizeof **b);
-  *w = calloc((size_t)n * 2, sizeof **w);
+  *spread = calloc((size_t)n * 2, sizeof **spread);
   *group = calloc((size_t)n * 2, sizeof **group);
   for (int i = 0; i < n; i++) {
     if (runs[i].b->mixed)
@@ -272,13 +278,40 @@ static int build_design(Run *runs, int n, double **A, double **b, double **w,
       for (int t = 0; t < LM_T__COUNT; t++)
         (*A)[m * LM_T__COUNT + t] = runs[i].f[z].n[t];
       (*b)[m] = runs[i].ns[z];
-      double sp = runs[i].spread[z] > 0.01 ? runs[i].spread[z] : 0.01;
-      (*w)[m] = 1.0 / (sp * sp * runs[i].ns[z] * runs[i].ns[z]);
+      (*spread)[m] = fmax(runs[i].spread[z], LM_CALIB_SPREAD_FLOOR);
       (*group)[m] = i;
       m++;
     }
   }
   return m;
+}
+
+/* The weights of the m benchmark rows for a model error s (relative):
+ * 1 / ((spread^2 + s^2) t^2), the two errors taken as independent. */
+static void row_weights(int m, const double *b, const double *spread,
+                        double s, double *w) {
+  s = fmax(s, LM_CALIB_SPREAD_FLOOR);
+  for (int i = 0; i < m; i++)
+    w[i] = 1.0 / ((spread[i] * spread[i] + s * s) * b[i] * b[i]);
+}
+
+/* The model error: 1.4826 times the median relative residual |A_i θ/b_i -
+ * 1| over the m benchmark rows (robust, as a few rows the form misses
+ * badly must not set it), at least LM_CALIB_SPREAD_FLOOR. */
+static double model_error(int m, int nc, const double *A, const double *b,
+                          const double *theta) {
+  double *r = malloc(sizeof *r * (size_t)(m > 0 ? m : 1));
+  if (!r)
+    return LM_CALIB_SPREAD_FLOOR;
+  for (int i = 0; i < m; i++) {
+    double pred = 0;
+    for (int j = 0; j < nc; j++)
+      pred += A[i * nc + j] * theta[j];
+    r[i] = fabs(pred / b[i] - 1);
+  }
+  double s = 1.4826 * lm_timing_median(r, m);
+  free(r);
+  return isfinite(s) && s > LM_CALIB_SPREAD_FLOOR ? s : LM_CALIB_SPREAD_FLOOR;
 }
 
 /* Fit the terms some benchmark exercises; a term no benchmark counts (e.g.
@@ -287,10 +320,11 @@ static int build_design(Run *runs, int n, double **A, double **b, double **w,
 #define PRIOR_WEIGHT 1.0
 
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
-                     double *lo, double *hi, int *measured, lm_error *err) {
-  double *A, *b, *w;
+                     double *lo, double *hi, int *measured, double *model_err,
+                     lm_error *err) {
+  double *A, *b, *spread;
   int *group;
-  int m = build_design(runs, n, &A, &b, &w, &group);
+  int m = build_design(runs, n, &A, &b, &spread, &group);
   int cols[LM_T__COUNT], nc = 0;
   for (int t = 0; t < LM_T__COUNT; t++) {
     measured[t] = 0;
@@ -301,7 +335,8 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   }
   /* one prior row per fitted term after the benchmark rows: theta/default
    * = 1 with weight PRIOR_WEIGHT, i.e. a factor-2 departure from the
-   * named default costs what a one-spread miss on one benchmark costs.
+   * named default costs what a one-sigma miss (spread and model error)
+   * on one benchmark costs.
    * It decides only what the benchmarks leave open (collinear terms would
    * otherwise fall to 0 or take another term's share); Huber reweighting
    * drops it where the measurements disagree with the default. */
@@ -313,7 +348,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < nc; j++)
       Ac[i * nc + j] = A[i * LM_T__COUNT + cols[j]];
-    bp[i] = b[i], wp[i] = w[i], gp[i] = group[i];
+    bp[i] = b[i], gp[i] = group[i];
   }
   for (int j = 0; j < nc; j++) {
     double d, l, h;
@@ -334,8 +369,21 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
    * bootstrap and leave-one-out refits repeats the Huber rounds) */
   fo.bootstrap = o->quick ? 30 : 100;
   fo.huber_max_iter = o->quick ? 20 : 30;
+  /* a first fit, weighted by the spreads alone, measures the model error;
+   * the fit proper weights every row by its spread and that error */
+  lm_fit_opts first = fo;
+  first.loo = 0, first.bootstrap = 0;
   lm_fit_result cr = {0};
-  lm_status s = lm_fit(&fo, mp, nc, Ac, bp, wp, &cr, err);
+  row_weights(m, b, spread, 0, wp);
+  lm_status s = lm_fit(&first, mp, nc, Ac, bp, wp, &cr, err);
+  double merr = s == LM_OK ? model_error(m, nc, Ac, b, cr.theta) : 0;
+  lm_fit_result_free(&cr);
+  memset(&cr, 0, sizeof cr);
+  row_weights(m, b, spread, merr, wp);
+  if (s == LM_OK)
+    s = lm_fit(&fo, mp, nc, Ac, bp, wp, &cr, err);
+  if (model_err)
+    *model_err = merr;
   if (s == LM_OK) {
     /* expand back to every term */
     *fr = cr;
@@ -366,7 +414,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
     lm_fit_result_free(&cr);
   }
   free(Ac), free(bp), free(wp), free(gp);
-  free(A), free(b), free(w), free(group);
+  free(A), free(b), free(spread), free(group);
   return s;
 }
 
@@ -408,7 +456,8 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const lm_fit_result *fr, const double *lo,
                             const double *hi, const int *measured,
                             const lm_fingerprint *fp, const Verdict *v,
-                            lm_profile **out, lm_error *err) {
+                            double model_err, lm_profile **out,
+                            lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
   if (!p)
@@ -476,6 +525,7 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   lm_profile_diagnostics dg = {fr->cond, fr->rank, rms};
   lm_profile_set_diagnostics(p, &dg, err);
   cJSON_AddNumberToObject(extra, "loo_rms", frow ? sqrt(loo2 / frow) : 0);
+  cJSON_AddNumberToObject(extra, "model_error", model_err);
   cJSON_AddNumberToObject(extra, "huber_iterations", fr->huber_iters);
   cJSON_AddNumberToObject(extra, "flagged", fr->nflagged);
   char *ej = cJSON_PrintUnformatted(extra);
@@ -540,6 +590,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   lm_fit_result fr = {0};
   Verdict verdict = {0};
   int measured[LM_T__COUNT];
+  double merr = 0;
   int samples = o->quick ? 5 : 9;
   double sample_ms = o->quick ? 1.5 : 6;
   /* a comparison disturbed by interference is timed again, up to
@@ -552,7 +603,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   }
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
-    s = fit(runs, n, o, &fr, lo, hi, measured, err);
+    s = fit(runs, n, o, &fr, lo, hi, measured, &merr, err);
   if (s == LM_OK && fr.nflagged > 0 && !o->quick) {
     /* re-measure once with longer samples before flagging (full mode; the
      * quick mode flags at once, to stay within its time budget) */
@@ -560,11 +611,12 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     memset(&fr, 0, sizeof fr);
     s = measure(runs, n, o, samples + 2, sample_ms * 2, &verdict, err);
     if (s == LM_OK)
-      s = fit(runs, n, o, &fr, lo, hi, measured, err);
+      s = fit(runs, n, o, &fr, lo, hi, measured, &merr, err);
   }
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
-    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, out, err);
+    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr, out,
+                   err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);
   free(verdict.fam);

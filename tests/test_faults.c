@@ -12,6 +12,7 @@
  * that an output file is complete).  The random kill points come from a
  * seed printed on failure; LANEMAP_FAULT_SEED=N replays one. */
 #include <criterion/criterion.h>
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lanemap/calibrate.h"
 #include "lanemap/plan.h"
 #include "lanemap/profile.h"
 
@@ -48,6 +50,15 @@ static int profile_complete(const char *path, char *why, size_t n) {
   int ok = lm_profile_nterms(p) > 0;
   if (!ok)
     snprintf(why, n, "%s: no terms", path);
+  /* a fitted profile records the model error its rows were weighted by */
+  cJSON *extra = cJSON_Parse(lm_profile_get_extra(p));
+  const cJSON *merr = cJSON_GetObjectItem(extra, "model_error");
+  if (ok && !(cJSON_IsNumber(merr) && merr->valuedouble >= LM_CALIB_SPREAD_FLOOR &&
+              merr->valuedouble < 10)) {
+    snprintf(why, n, "%s: no plausible model_error in the diagnostics", path);
+    ok = 0;
+  }
+  cJSON_Delete(extra);
   lm_profile_free(p);
   return ok;
 }

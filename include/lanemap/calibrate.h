@@ -43,6 +43,9 @@ void lm_calib_benches_free(lm_take lm_calib_bench *b, int n);
  * and the families that passed a limit; it is returned either way, and the
  * caller decides whether to keep it (lm_profile_save_calibrated). */
 #define LM_CALIB_REMEASURE 2
+/* The least relative spread a calibration row is weighted with (and the
+ * least model error): a timing is never trusted to better than 1%. */
+#define LM_CALIB_SPREAD_FLOOR 0.01
 lm_status lm_calibrate(const lm_calib_opts *o, lm_give lm_profile **out,
                        lm_error *err);
 
