@@ -98,6 +98,34 @@ void lm_affinity_restore(lm_affinity_saved *s) {
   free(s);
 }
 
+lm_affinity_saved *lm_affinity_keep_off(pthread_t t, int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE)
+    return NULL;
+  lm_affinity_saved *s = malloc(sizeof *s);
+  if (!s)
+    return NULL;
+  CPU_ZERO(&s->mask);
+  cpu_set_t off;
+  if (pthread_getaffinity_np(t, sizeof s->mask, &s->mask) != 0 ||
+      !CPU_ISSET(cpu, &s->mask) || CPU_COUNT(&s->mask) < 2)
+    goto fail;
+  off = s->mask;
+  CPU_CLR(cpu, &off);
+  if (pthread_setaffinity_np(t, sizeof off, &off) != 0)
+    goto fail;
+  return s;
+fail:
+  free(s);
+  return NULL;
+}
+
+void lm_affinity_restore_thread(pthread_t t, lm_affinity_saved *s) {
+  if (!s)
+    return;
+  (void)pthread_setaffinity_np(t, sizeof s->mask, &s->mask);
+  free(s);
+}
+
 #else /* no affinity API: report failure, change nothing */
 
 struct lm_affinity_saved {
@@ -119,5 +147,14 @@ lm_affinity_saved *lm_affinity_pin_to(int cpu) {
 }
 int lm_affinity_allowed(int cpu) { return cpu == 0; }
 void lm_affinity_restore(lm_affinity_saved *s) { free(s); }
+lm_affinity_saved *lm_affinity_keep_off(pthread_t t, int cpu) {
+  (void)t;
+  (void)cpu;
+  return NULL;
+}
+void lm_affinity_restore_thread(pthread_t t, lm_affinity_saved *s) {
+  (void)t;
+  free(s);
+}
 
 #endif

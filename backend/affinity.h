@@ -4,6 +4,8 @@
 #ifndef LANEMAP_BACKEND_AFFINITY_H
 #define LANEMAP_BACKEND_AFFINITY_H
 
+#include <pthread.h>
+
 /* CPUs the calling thread may run on (sched_getaffinity, so cgroup and
  * taskset limits count), else the online CPUs; at least 1. */
 int lm_affinity_count_allowed(void);
@@ -24,5 +26,12 @@ lm_affinity_saved *lm_affinity_pin_to(int cpu);
 int lm_affinity_allowed(int cpu);
 /* Restores the mask saved by lm_affinity_pin_current and frees it. */
 void lm_affinity_restore(lm_affinity_saved *s);
+
+/* Keeps thread t off `cpu`: its mask loses that CPU, and the previous mask
+ * is returned for lm_affinity_restore_thread.  NULL when nothing changed
+ * (cpu not in t's mask, the only CPU in it, or the OS refused). */
+lm_affinity_saved *lm_affinity_keep_off(pthread_t t, int cpu);
+/* Restores thread t's mask saved by lm_affinity_keep_off and frees it. */
+void lm_affinity_restore_thread(pthread_t t, lm_affinity_saved *s);
 
 #endif

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "backend/affinity.h"
+#include "backend/pool.h"
 
 #ifdef __linux__
 #include <linux/futex.h>
@@ -68,6 +69,7 @@ typedef struct lm_pool_worker {
   int index;          /* 0-based; participates when index < participants-1 */
   lm_pool *pool;
   pthread_t thread;
+  lm_affinity_saved *kept; /* its mask before lm_pool_keep_off, or NULL */
 #if !LM_POOL_FUTEX
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -299,8 +301,11 @@ static void lm_pool_stop_threads(lm_pool *p) {
     atomic_store(&p->workers[i].parked, 1);
     lm_pool_park_wake(&p->workers[i]);
   }
-  for (int i = 0; i < p->started; i++)
+  for (int i = 0; i < p->started; i++) {
     pthread_join(p->workers[i].thread, NULL);
+    free(p->workers[i].kept); /* the thread is gone: nothing to restore */
+    p->workers[i].kept = NULL;
+  }
   p->started = 0;
 }
 
@@ -523,6 +528,21 @@ lm_status lm_pool_launch_sched(lm_pool *p, lm_entry_fn fn, const void *args,
   lm_pool_current = outer;
   pthread_mutex_unlock(&p->launch_mu);
   return LM_OK;
+}
+
+int lm_pool_keep_off(lm_pool *p, int cpu) {
+  if (!p)
+    return 0;
+  int moved = 0;
+  pthread_mutex_lock(&p->launch_mu);
+  for (int i = 0; i < p->started; i++) {
+    lm_pool_worker *w = &p->workers[i];
+    lm_affinity_restore_thread(w->thread, w->kept);
+    w->kept = cpu >= 0 ? lm_affinity_keep_off(w->thread, cpu) : NULL;
+    moved += w->kept != NULL;
+  }
+  pthread_mutex_unlock(&p->launch_mu);
+  return moved;
 }
 
 void lm_pool_stats_get(const lm_pool *p, lm_pool_stats *out) {

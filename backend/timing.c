@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "backend/affinity.h"
+#include "backend/pool.h"
 #include "lanemap/runtime.h"
 
 /* Reps stop doubling here even if the clock never moved, so an entry that
@@ -422,6 +423,10 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
     if (!pin)
       pin = lm_affinity_pin_current();
     out->pinned = pin != NULL;
+    /* the watched pool's threads run beside the timing thread, never on
+     * its CPU (backend/pool.h) */
+    if (pin)
+      lm_pool_keep_off(o->pool, sched_getcpu());
   }
   const lm_timing_clock clk = {o->clock_ns, o->clock_ctx};
 
@@ -461,6 +466,7 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   load1.cpu = pin ? sched_getcpu() : -1;
   lm_pool_stats_get(o->pool, &pool1);
   if (pin) {
+    lm_pool_keep_off(o->pool, -1);
     lm_affinity_restore(pin);
     pin = NULL;
   }
@@ -485,6 +491,8 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   return LM_OK;
 
 error:
+  if (pin)
+    lm_pool_keep_off(o->pool, -1);
   lm_affinity_restore(pin);
   free(scratch);
   lm_timing_result_free(out);

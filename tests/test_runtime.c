@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/pool.h"
 #include "lanemap/runtime.h"
 
 /* ---- a counting entry --------------------------------------------------- */
@@ -501,4 +502,66 @@ Test(pool, pools_made_used_and_freed_in_a_loop_leave_nothing_behind) {
     lm_pool_free(p);
   }
   lm_pool_free(NULL);
+}
+
+/* ---- placement beside a pinned caller ----------------------------------- */
+
+typedef struct cpu_args {
+  pthread_t caller;
+  int avoid;
+  _Atomic int on_avoided, off_caller;
+} cpu_args;
+
+static void record_cpu(const void *p, int64_t first, int64_t count) {
+  cpu_args *a = (cpu_args *)p;
+  (void)first;
+  (void)count;
+  if (pthread_equal(pthread_self(), a->caller))
+    return;
+  atomic_fetch_add(&a->off_caller, 1);
+  if (sched_getcpu() == a->avoid)
+    atomic_fetch_add(&a->on_avoided, 1);
+}
+
+Test(pool, kept_off_workers_never_run_on_the_callers_cpu_and_come_back) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+    if (CPU_ISSET(c, &set))
+      first = c;
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(2, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  int moved = lm_pool_keep_off(p, first);
+  if (CPU_COUNT(&set) < 2) {
+    /* nowhere else to go: nothing moves, and the launch still completes */
+    cr_assert_eq(moved, 0);
+    launch_and_check(p, 1000, 8, 3);
+    lm_pool_free(p);
+    return;
+  }
+  cr_assert_eq(moved, 2, "both threads kept off CPU %d", first);
+  cpu_args a = {pthread_self(), first, 0, 0};
+  for (int rep = 0; rep < 200; rep++)
+    cr_assert_eq(lm_pool_launch(p, record_cpu, &a, 64, 1, 3, &err), LM_OK,
+                 "%s", err.msg);
+  cr_assert_eq(atomic_load(&a.on_avoided), 0,
+               "%d chunks ran on the avoided CPU %d", atomic_load(&a.on_avoided),
+               first);
+  /* back where they could run before; a second call replaces the first */
+  cr_assert_eq(lm_pool_keep_off(p, -1), 0);
+  cr_assert_eq(lm_pool_keep_off(NULL, first), 0);
+  launch_and_check(p, 1000, 8, 3);
+  lm_pool_free(p);
+}
+
+Test(pool, a_pool_freed_while_kept_off_leaves_nothing_behind) {
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  (void)lm_pool_keep_off(p, sched_getcpu());
+  launch_and_check(p, 100, 4, 2);
+  lm_pool_free(p); /* frees the saved masks under LSan's eye */
 }

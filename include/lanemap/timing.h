@@ -48,9 +48,11 @@ typedef struct lm_timing_opts {
   /* Time the canary (lm_noise_canary_run) as one more entry of every
    * round, for the noise verdict's drift measure.  Default 1. */
   int canary;
-  /* The pool whose parallel launches the verdict checks (workers that ran
-   * no chunk or joined late); NULL: none. */
-  const struct lm_pool *pool;
+  /* The pool the entries launch on: the verdict checks its parallel
+   * launches (workers that ran no chunk or joined late), and while the
+   * timing thread is pinned, the pool's threads are kept off its CPU.
+   * NULL: none. */
+  struct lm_pool *pool;
   /* Limits of the verdict; NULL: lm_noise_limits_defaults. */
   const lm_noise_limits *limits;
   /* Clock override for deterministic tests: NULL uses lm_now_ns. */
