@@ -13,7 +13,8 @@
 
 static const char usage[] =
     "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
-    "                    [--accept-noisy] [--threshold] [--robust] [--time-limit S] [--mip-gap G]\n"
+    "                    [--accept-noisy] [--threshold] [--robust | --point | --settle A]\n"
+    "                    [--time-limit S] [--mip-gap G]\n"
     "                    [--method auto|joint] [--no-presolve] [--no-prune]\n"
     "                    [--json] [--verbose]\n"
     "  Predict every (kernel, bucket, variant), choose what to compile and which\n"
@@ -28,6 +29,11 @@ static const char usage[] =
     "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --threshold        dispatch by R thresholds (contiguous runs per variant)\n"
     "  --robust           minimise the worst case over the bootstrap profiles\n"
+    "  --settle A         within the model's uncertainty prefer t1, then the\n"
+    "                     named defaults' pick: a variant the bootstrap finds at\n"
+    "                     least as fast as the point best in a share >= A of its\n"
+    "                     resamples is a near tie (default 0.1; docs/solver.md)\n"
+    "  --point            decide on the point predictions alone (no settling)\n"
     "  --time-limit S     seconds for the whole solve (default 10)\n"
     "  --mip-gap G        relative gap at which a MIP stops (default 0)\n"
     "  --method joint     one MIP over all kernels (reference formulation)\n"
@@ -69,7 +75,8 @@ int cmd_solve(int argc, char **argv) {
   const char *file = NULL, *outp = NULL, *prof = NULL;
   const char *profpath[LM_ISA__COUNT]; /* --profile, once per ISA target */
   int nprof = 0;
-  int dflt = 0, json = 0, accept = 0;
+  int dflt = 0, json = 0, accept = 0, settle = 1;
+  double alpha = LM_SETTLE_ALPHA;
   lm_error err = {0};
   lm_solve_opts so;
   lm_solve_defaults(&so);
@@ -112,6 +119,13 @@ int cmd_solve(int argc, char **argv) {
       so.threshold = r = 1;
     else if (cli_arg_flag(a, "--robust"))
       so.robust = r = 1;
+    else if (cli_arg_flag(a, "--point"))
+      settle = 0, r = 1;
+    else if ((r = cli_arg_value(argc, argv, &i, "--settle", &val))) {
+      if (r > 0 && (parse_pos("--settle", val, &alpha, 0, &err) != LM_OK || alpha > 1))
+        return cli_usage_error(usage, "solve", "--settle: expected a share in (0, 1], got '%s'",
+                               val);
+    }
     else if (cli_arg_flag(a, "--no-presolve"))
       so.presolve = 0, r = 1;
     else if (cli_arg_flag(a, "--no-prune"))
@@ -205,8 +219,9 @@ int cmd_solve(int argc, char **argv) {
   }
   if (s != LM_OK)
     goto done;
-  lm_plan_build_opts bo = {so.robust};
-  if ((s = lm_plan_problem_build(w, profs, &bo, &pp, &err)) != LM_OK)
+  lm_plan_build_opts bo = {so.robust, settle};
+  if ((s = lm_plan_problem_build(w, profs, &bo, &pp, &err)) != LM_OK ||
+      (s = lm_plan_problem_settle(&pp, alpha, &err)) != LM_OK)
     goto done;
   int nb = 0, nv = 0;
   for (int k = 0; k < w->nkernels; k++)
@@ -216,6 +231,10 @@ int cmd_solve(int argc, char **argv) {
            "scenario%s%s\n",
            file, w->nkernels, nb, nv, pp.p.nscenarios, pp.p.nscenarios > 1 ? "s" : "",
            pp.unpredictable ? " (some cells unpredictable: not allowed)" : "");
+  if (!json && pp.settle)
+    printf("near ties: %d of %d buckets have more than one variant within the "
+           "bootstrap's reach; %d settle on another than the point best\n",
+           pp.ties, nb, pp.settled);
   s = lm_solve(&pp.p, &so, &res, &err);
   if (s != LM_OK) {
     if (s == LM_EINPUT) {
@@ -266,6 +285,9 @@ int cmd_solve(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "mip_solves", res.mip_solves);
     cJSON_AddNumberToObject(j, "nodes", (double)res.nodes);
     cJSON_AddNumberToObject(j, "pruned", res.pruned);
+    cJSON_AddBoolToObject(j, "settle", pp.settle);
+    cJSON_AddNumberToObject(j, "near_ties", pp.ties);
+    cJSON_AddNumberToObject(j, "settled", pp.settled);
     char *t = cJSON_PrintUnformatted(j);
     puts(t);
     free(t);

@@ -6,9 +6,12 @@
  * bucket is priced with that policy's prediction of its case, which for
  * kernels with per-row lengths sees the row lengths of the data the case
  * is measured on (a workload file cannot say them).  With no cap and no
- * budget the solver's plan is the per-bucket argmin of those predictions,
- * so the plan decides nothing a private argmin would not; it is the real
- * pipeline all the same, and the plan is what the harness dispatches. */
+ * budget the solver's plan is the per-bucket argmin of those predictions
+ * after settling near ties (lm_plan_problem_settle, as `lanemap solve`
+ * does by default; the bootstrap scenarios keep their ratio to the point
+ * prediction), so the plan decides nothing a private argmin would not; it
+ * is the real pipeline all the same, and the plan is what the harness
+ * dispatches. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -124,8 +127,19 @@ static lm_status price(const lm_eval_run *run, const lm_eval_plans *pl,
                             "case",
                             c->id, v, name, c->v[v].variant);
       double t = pred_of(&c->v[v], p);
-      pk->cost[(size_t)s * (size_t)c->nvariants + (size_t)v] =
-          isfinite(t) && t >= 0 ? t : INFINITY;
+      size_t cell = (size_t)s * (size_t)c->nvariants + (size_t)v;
+      size_t plane = (size_t)pp->k[pl->kernel[i]].nbuckets * (size_t)c->nvariants;
+      double was = pk->cost[cell];
+      t = isfinite(t) && t >= 0 ? t : INFINITY;
+      pk->cost[cell] = t;
+      /* the bootstrap scenarios keep their ratio to the point prediction */
+      for (int j = 1; j < pp->p.nscenarios; j++)
+        pk->cost[j * plane + cell] *=
+            isfinite(t) && was > 0 && isfinite(was) ? t / was : INFINITY;
+      if (pk->prior) {
+        double d = c->v[v].pred_default;
+        pk->prior[cell] = isfinite(d) && d >= 0 ? d : INFINITY;
+      }
     }
   }
   return LM_OK;
@@ -159,9 +173,12 @@ static lm_status solve(const lm_eval_opts *o, lm_eval_run *run,
   lm_solve_result r = {0};
   lm_solve_opts so;
   lm_solve_defaults(&so);
-  lm_status st = lm_plan_problem_build(pl->workload, &prof, NULL, &pp, err);
+  lm_plan_build_opts bo = {0, 1};
+  lm_status st = lm_plan_problem_build(pl->workload, &prof, &bo, &pp, err);
   if (st == LM_OK)
     st = price(run, pl, p, &pp, err);
+  if (st == LM_OK)
+    st = lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, err);
   if (st == LM_OK)
     st = lm_solve(&pp.p, &so, &r, err);
   if (st == LM_OK)

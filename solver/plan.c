@@ -109,6 +109,7 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
   }
   p->threshold = opts->threshold;
   p->robust = opts->robust;
+  p->settle = pp->settle;
   p->scenarios = pp->p.nscenarios > 1 ? pp->p.nscenarios : 1;
   snprintf(p->status, sizeof p->status, "%s", lm_solve_status_name(r->status));
   p->objective = r->objective;
@@ -165,7 +166,8 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
       pb->C = wk->buckets[wb].C;
       pb->weight = wk->buckets[wb].weight;
       pb->variant = v >= 0 && v < nv ? map[v] : -1;
-      pb->predicted_ns = v >= 0 && v < nv ? pk->cost[(size_t)b * nv + v] : INFINITY;
+      const double *point = pk->point ? pk->point : pk->cost;
+      pb->predicted_ns = v >= 0 && v < nv ? point[(size_t)b * nv + v] : INFINITY;
       if (pb->variant < 0)
         s = lm_error_set(err, LM_EINPUT,
                          "plan: kernel %d bucket %d runs no compiled variant", ki, wb);
@@ -263,6 +265,7 @@ lm_status lm_plan_to_json_text(const lm_plan *p, char **out, lm_error *err) {
   cJSON *mode = put(root, "mode", cJSON_CreateObject(), &oom);
   put(mode, "threshold", cJSON_CreateBool(p->threshold), &oom);
   put(mode, "robust", cJSON_CreateBool(p->robust), &oom);
+  put(mode, "settle", cJSON_CreateBool(p->settle), &oom);
   put(mode, "scenarios", lm_json_num(p->scenarios), &oom);
   cJSON *sv = put(root, "solver", cJSON_CreateObject(), &oom);
   put(sv, "status", str(p->status), &oom);
@@ -306,8 +309,8 @@ static const char *const top_fields[] = {"schema", "about", "workload",
                                          "kernels", NULL};
 static const char *const profile_fields[] = {"isa", "fingerprint", "mode",
                                              NULL};
-static const char *const mode_fields[] = {"threshold", "robust", "scenarios",
-                                          NULL};
+static const char *const mode_fields[] = {"threshold", "robust", "settle",
+                                          "scenarios", NULL};
 static const char *const solver_fields[] = {
     "status", "objective_ns", "greedy_objective_ns", "bound_ns", "gap",
     "time_s", "compile_total_ms", "nodes", "mip_solves", "pruned", NULL};
@@ -534,16 +537,18 @@ static lm_status read_solver(rd *r, const cJSON *root, lm_plan *p) {
   const cJSON *mode = NULL, *sv = NULL;
   const char *status = NULL;
   int64_t x = 0, nodes = 0, mip = 0, pruned = 0;
-  bool threshold = false, robust = false;
+  bool threshold = false, robust = false, settle = false;
   lm_status s;
   if ((s = lm_json_object(r, root, "mode", 0, &mode)) ||
       (s = lm_json_fields(r, mode, mode_fields)) ||
       (s = lm_json_bool(r, mode, "threshold", 0, &threshold)) ||
       (s = lm_json_bool(r, mode, "robust", 0, &robust)) ||
+      (s = lm_json_bool(r, mode, "settle", LM_JSON_OPTIONAL, &settle)) ||
       (s = lm_json_int(r, mode, "scenarios", 0, 1, 1000000, &x)))
     return s;
   p->threshold = threshold;
   p->robust = robust;
+  p->settle = settle;
   p->scenarios = (int)x;
   if ((s = lm_json_object(r, root, "solver", 0, &sv)) ||
       (s = lm_json_fields(r, sv, solver_fields)) ||
@@ -675,7 +680,7 @@ static int deq(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 bool lm_plan_equal(const lm_plan *a, const lm_plan *b) {
   if (!streq(a->workload, b->workload) || a->nprofiles != b->nprofiles ||
       a->threshold != b->threshold || a->robust != b->robust ||
-      a->scenarios != b->scenarios || strcmp(a->status, b->status) ||
+      a->settle != b->settle || a->scenarios != b->scenarios || strcmp(a->status, b->status) ||
       !deq(a->objective, b->objective) || !deq(a->greedy_objective, b->greedy_objective) ||
       !deq(a->bound, b->bound) || !deq(a->gap, b->gap) || !deq(a->time_s, b->time_s) ||
       !deq(a->compile_total_ms, b->compile_total_ms) || a->nodes != b->nodes ||

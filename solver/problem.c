@@ -6,13 +6,14 @@
  * are counted once (lm_cost_features); each cost scenario then costs one
  * lm_cost_eval with that scenario's coefficients: the point coefficients
  * for scenario 0, bootstrap resample j-1 for scenario j >= 1 in robust
- * mode.  The
- * buckets reach the solver ordered by C, then R, so that thresholded
+ * mode (and for settling, lm_plan_problem_settle, which also takes the
+ * named defaults' prediction of every cell).  The buckets reach the solver ordered by C, then R, so that thresholded
  * dispatch runs over R within each C. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/calibrate.h"
 #include "lanemap/costmodel.h"
 #include "lanemap/plan.h"
 
@@ -24,6 +25,8 @@ void lm_plan_problem_free(lm_plan_problem *pp) {
     free(pp->pk[i].order);
     free(pp->pk[i].weight);
     free(pp->pk[i].cost);
+    free(pp->pk[i].point);
+    free(pp->pk[i].prior);
     free(pp->pk[i].compile_cost);
   }
   free(pp->pk);
@@ -88,8 +91,10 @@ lm_status lm_plan_problem_build(const lm_workload *w, const lm_profile *const *p
   memset(out, 0, sizeof *out);
   lm_status s = LM_OK;
   int robust = o && o->robust;
+  int settle = o && o->settle && !robust;
   int nsc = 1;
   lm_coefs *coefs = NULL; /* [nisa][nsc] */
+  lm_coefs *dflt = NULL;  /* [nisa] the named defaults, with settle */
   lm_variant *vs = NULL;
   int *isa_of = NULL;
   if (w->nkernels < 1)
@@ -111,6 +116,17 @@ lm_status lm_plan_problem_build(const lm_workload *w, const lm_profile *const *p
       nsc = nb;
     }
     nsc += 1; /* scenario 0 stays the point prediction */
+  } else if (settle) {
+    /* the bootstrap scenarios when every profile has the same number;
+     * without them every bucket settles on its point best */
+    int nb0 = -1, same = 1;
+    for (int i = 0; i < w->nisa; i++) {
+      int nb = 0;
+      lm_profile_get_bootstrap(profiles[i], &nb);
+      same &= nb0 < 0 || nb == nb0;
+      nb0 = nb;
+    }
+    nsc = same && nb0 > 0 ? nb0 + 1 : 1;
   }
   coefs = calloc((size_t)w->nisa * (size_t)nsc, sizeof *coefs);
   out->k = calloc((size_t)w->nkernels, sizeof *out->k);
@@ -119,7 +135,10 @@ lm_status lm_plan_problem_build(const lm_workload *w, const lm_profile *const *p
   out->p.kernel = out->k;
   out->p.nscenarios = nsc;
   out->robust = robust;
-  if (!coefs || !out->k || !out->pk) {
+  out->settle = settle;
+  if (settle)
+    dflt = calloc((size_t)w->nisa, sizeof *dflt);
+  if (!coefs || !out->k || !out->pk || (settle && !dflt)) {
     s = lm_error_set(err, LM_ESYS, "problem: out of memory");
     goto done;
   }
@@ -127,6 +146,12 @@ lm_status lm_plan_problem_build(const lm_workload *w, const lm_profile *const *p
     for (int j = 0; j < nsc && s == LM_OK; j++)
       s = j > 0 ? lm_coefs_from_bootstrap(profiles[i], j - 1, &coefs[i * nsc + j], err)
                 : lm_coefs_from_profile(profiles[i], &coefs[i * nsc + j], err);
+  for (int i = 0; settle && i < w->nisa && s == LM_OK; i++) {
+    lm_profile *d = NULL;
+    if ((s = lm_profile_default(w->isa[i], &d, err)) == LM_OK)
+      s = lm_coefs_from_profile(d, &dflt[i], err);
+    lm_profile_free(d);
+  }
   if (s != LM_OK)
     goto done;
   int budget_variants = w->compile_budget_variants >= 0;
@@ -148,7 +173,10 @@ lm_status lm_plan_problem_build(const lm_workload *w, const lm_profile *const *p
     pk->weight = malloc(sizeof *pk->weight * (size_t)nb);
     pk->cost = malloc(sizeof *pk->cost * (size_t)nsc * (size_t)nb * (size_t)nv);
     pk->compile_cost = malloc(sizeof *pk->compile_cost * (size_t)nv);
-    if (!pk->order || !pk->weight || !pk->cost || !pk->compile_cost) {
+    if (settle)
+      pk->prior = malloc(sizeof *pk->prior * (size_t)nb * (size_t)nv);
+    if (!pk->order || !pk->weight || !pk->cost || !pk->compile_cost ||
+        (settle && !pk->prior)) {
       s = lm_error_set(err, LM_ESYS, "problem: out of memory");
       break;
     }
@@ -183,6 +211,15 @@ lm_status lm_plan_problem_build(const lm_workload *w, const lm_profile *const *p
           }
           pk->cost[((size_t)j * nb + b) * nv + v] = ns;
         }
+        if (settle) {
+          double ns = INFINITY;
+          if (ok) {
+            lm_prediction pr;
+            lm_cost_eval(&dflt[isa_of[v]], &f, &pk->variants[v], &pr);
+            ns = isfinite(pr.ns) && pr.ns >= 0 ? pr.ns : INFINITY;
+          }
+          pk->prior[(size_t)b * nv + v] = ns;
+        }
       }
     }
     free(isa_of);
@@ -194,6 +231,7 @@ done:
   free(isa_of);
   free(vs);
   free(coefs);
+  free(dflt);
   if (s != LM_OK)
     lm_plan_problem_free(out);
   return s;

@@ -132,7 +132,7 @@ Test(plan, robust_scenarios_come_from_the_bootstrap) {
   cr_assert_eq(lm_profile_set_bootstrap(bp, bs, 3, &e), LM_OK, "%s", e.msg);
   free(bs);
   const lm_profile *ps[1] = {bp};
-  lm_plan_build_opts bo = {1};
+  lm_plan_build_opts bo = {1, 0};
   lm_plan_problem pp;
   cr_assert_eq(lm_plan_problem_build(w, ps, &bo, &pp, &e), LM_OK, "%s", e.msg);
   cr_assert_eq(pp.p.nscenarios, 4);
@@ -494,5 +494,173 @@ Test(plan, several_isas_and_worker_counts_are_candidates) {
   lm_solve_result_free(&r);
   lm_plan_problem_free(&pp);
   lm_profile_free(p2);
+  lm_workload_free(w);
+}
+
+/* ---- settling near ties -------------------------------------------------- */
+
+/* One kernel, 3 buckets, 3 variants (t1, t1, t2), 1 + 10 scenarios, built
+ * by hand so that each bucket's share of resamples is known:
+ *   bucket 0: the t2 variant is the point best (80), the first t1 variant
+ *             (100) is as fast in 3 of 10 resamples, the second in none;
+ *   bucket 1: the t2 variant wins every resample by far;
+ *   bucket 2: the first t1 variant is the point best (100), the second
+ *             (101) as fast in 5 of 10; the t2 variant never.
+ * The defaults' predictions rank the second t1 variant first. */
+#define NB 3
+#define NV 3
+#define NSC 11
+static void hand_problem(lm_plan_problem *pp, int settle) {
+  memset(pp, 0, sizeof *pp);
+  pp->p.nkernels = 1;
+  pp->p.nscenarios = NSC;
+  pp->p.budget = -1;
+  pp->settle = settle;
+  pp->k = calloc(1, sizeof *pp->k);
+  pp->pk = calloc(1, sizeof *pp->pk);
+  lm_plan_pkernel *pk = pp->pk;
+  pk->nvariants = NV;
+  pk->variants = calloc(NV, sizeof *pk->variants);
+  for (int v = 0; v < NV; v++)
+    pk->variants[v].workers = v == 2 ? 2 : 1;
+  pk->order = calloc(NB, sizeof *pk->order);
+  pk->weight = calloc(NB, sizeof *pk->weight);
+  pk->compile_cost = calloc(NV, sizeof *pk->compile_cost);
+  pk->cost = calloc((size_t)NSC * NB * NV, sizeof *pk->cost);
+  pk->prior = calloc((size_t)NB * NV, sizeof *pk->prior);
+  for (int b = 0; b < NB; b++) {
+    pk->order[b] = b;
+    pk->weight[b] = 1;
+    double prior[NV] = {100, 90, 120};
+    memcpy(pk->prior + b * NV, prior, sizeof prior);
+  }
+  const double point[NB][NV] = {{100, 101, 80}, {100, 101, 20}, {100, 101, 200}};
+  for (int j = 0; j < NSC; j++)
+    for (int b = 0; b < NB; b++) {
+      double *c = pk->cost + ((size_t)j * NB + b) * NV;
+      memcpy(c, point[b], sizeof point[b]);
+      if (j == 0)
+        continue;
+      if (b == 0 && j <= 3)
+        c[0] = 70; /* as fast as the t2 variant (80) */
+      if (b == 2 && j <= 5)
+        c[1] = 99; /* faster than the first t1 variant (100) */
+    }
+  pp->k[0] = (lm_solve_kernel){NB, NV, pk->weight, pk->cost, pk->compile_cost, 0};
+  pp->p.kernel = pp->k;
+}
+
+static void solve_choices(lm_plan_problem *pp, int *choice) {
+  lm_error e = {0};
+  lm_solve_opts o;
+  lm_solve_defaults(&o);
+  lm_solve_result r;
+  cr_assert_eq(lm_solve(&pp->p, &o, &r, &e), LM_OK, "%s", e.msg);
+  for (int b = 0; b < NB; b++)
+    choice[b] = r.choice[b];
+  lm_solve_result_free(&r);
+}
+
+Test(plan, settling_prefers_t1_then_the_defaults_within_the_bootstrap) {
+  lm_error e = {0};
+  lm_plan_problem pp;
+  hand_problem(&pp, 1);
+  int point_choice[NB];
+  solve_choices(&pp, point_choice);
+  cr_assert_eq(point_choice[0], 2);
+  cr_assert_eq(point_choice[2], 0);
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(pp.p.nscenarios, 1);
+  cr_assert_eq(pp.ties, 2);
+  cr_assert_eq(pp.settled, 2);
+  int choice[NB];
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[0], 0, "a t2 win in 7 of 10 resamples is not clear");
+  cr_assert_eq(choice[1], 2, "a t2 win in every resample stands");
+  cr_assert_eq(choice[2], 1, "a near tie goes to the defaults' pick");
+  /* the solver sees the preferred variant at the point best's cost; the
+   * point predictions are kept */
+  cr_assert_float_eq(pp.pk[0].cost[0 * NV + 0], 80, 1e-9);
+  cr_assert_float_eq(pp.pk[0].point[0 * NV + 0], 100, 1e-9);
+  cr_assert_float_eq(pp.pk[0].cost[1 * NV + 2], 20, 1e-9);
+  /* a stricter share keeps the point best where the resamples agree
+   * less often than it asks */
+  lm_plan_problem_free(&pp);
+  hand_problem(&pp, 1);
+  cr_assert_eq(lm_plan_problem_settle(&pp, 0.4, &e), LM_OK, "%s", e.msg);
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[0], 2);
+  cr_assert_eq(choice[2], 1);
+  lm_plan_problem_free(&pp);
+}
+
+Test(plan, settling_is_off_unless_built_for_and_refuses_a_bad_share) {
+  lm_error e = {0};
+  lm_plan_problem pp;
+  hand_problem(&pp, 0);
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK);
+  cr_assert_eq(pp.p.nscenarios, NSC);
+  cr_assert_null(pp.pk[0].point);
+  int choice[NB];
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[0], 2);
+  lm_plan_problem_free(&pp);
+  hand_problem(&pp, 1);
+  cr_assert_eq(lm_plan_problem_settle(&pp, 0, &e), LM_EINPUT);
+  cr_assert(strstr(e.msg, "alpha"), "%s", e.msg);
+  cr_assert_eq(lm_plan_problem_settle(&pp, 1.5, &e), LM_EINPUT);
+  cr_assert_eq(lm_plan_problem_settle(&pp, NAN, &e), LM_EINPUT);
+  lm_plan_problem_free(&pp);
+}
+
+Test(plan, a_settled_plan_keeps_point_predictions_and_says_so) {
+  /* the real pipeline: a profile with bootstrap vectors, built for
+   * settling, solved, and written as a plan */
+  lm_error e = {0};
+  lm_workload *w = small(0, -1);
+  lm_profile *bp = NULL;
+  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &bp, &e), LM_OK);
+  int nt = lm_profile_nterms(bp);
+  double *bs = malloc(sizeof *bs * (size_t)nt * 4);
+  for (int b = 0; b < 4; b++)
+    for (int t = 0; t < nt; t++)
+      bs[b * nt + t] = lm_profile_term_at(bp, t)->coef * (0.8 + 0.1 * b);
+  cr_assert_eq(lm_profile_set_bootstrap(bp, bs, 4, &e), LM_OK, "%s", e.msg);
+  free(bs);
+  const lm_profile *ps[1] = {bp};
+  lm_plan_build_opts bo = {0, 1};
+  lm_plan_problem pp;
+  cr_assert_eq(lm_plan_problem_build(w, ps, &bo, &pp, &e), LM_OK, "%s", e.msg);
+  cr_assert_eq(pp.p.nscenarios, 5);
+  cr_assert_not_null(pp.pk[0].prior);
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  lm_solve_opts o;
+  lm_solve_defaults(&o);
+  lm_solve_result r;
+  cr_assert_eq(lm_solve(&pp.p, &o, &r, &e), LM_OK, "%s", e.msg);
+  lm_plan *p = NULL;
+  cr_assert_eq(lm_plan_from_result(w, ps, &pp, &o, &r, &p, &e), LM_OK, "%s", e.msg);
+  cr_assert(p->settle);
+  for (int ki = 0; ki < p->nkernels; ki++)
+    for (int b = 0; b < p->kernels[ki].nbuckets; b++) {
+      const lm_plan_bucket *pb = &p->kernels[ki].buckets[b];
+      int s = 0, nv = pp.pk[ki].nvariants;
+      while (pp.pk[ki].order[s] != b)
+        s++;
+      int v = r.choice[r.bucket_start[ki] + s];
+      cr_assert_float_eq(pb->predicted_ns, pp.pk[ki].point[(size_t)s * nv + v],
+                         1e-9 * pb->predicted_ns);
+    }
+  char *text = NULL;
+  cr_assert_eq(lm_plan_to_json_text(p, &text, &e), LM_OK);
+  cJSON *doc = cJSON_Parse(text);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "mode"), "settle")),
+            "%s", text);
+  cJSON_Delete(doc);
+  free(text);
+  lm_plan_free(p);
+  lm_solve_result_free(&r);
+  lm_plan_problem_free(&pp);
+  lm_profile_free(bp);
   lm_workload_free(w);
 }

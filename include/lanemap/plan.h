@@ -35,7 +35,12 @@ typedef struct lm_plan_pkernel {
   int nvariants;
   int *order;    /* [nbuckets]: solver bucket s is workload bucket order[s] */
   double *weight; /* [nbuckets], in solver order */
-  double *cost;   /* [nscenarios][nbuckets][nvariants] ns */
+  double *cost;   /* [nscenarios][nbuckets][nvariants] ns, as the solver sees them */
+  /* With settle: [nbuckets][nvariants] the point predictions (scenario 0
+   * before lm_plan_problem_settle) and the named defaults' predictions;
+   * NULL otherwise. */
+  double *point;
+  double *prior;
   double *compile_cost; /* [nvariants] ms (1 each with a budget in variants) */
 } lm_plan_pkernel;
 
@@ -45,10 +50,17 @@ typedef struct lm_plan_problem {
   lm_plan_pkernel *pk;  /* [nkernels] */
   int robust;           /* scenario 0 the point prediction, j >= 1 bootstrap j-1 */
   int unpredictable;    /* (kernel, bucket, variant) cells whose features failed */
+  int settle;           /* built for lm_plan_problem_settle */
+  int settled;          /* buckets whose preferred variant is not the point best */
+  int ties;             /* buckets with more than one indistinguishable variant */
 } lm_plan_problem;
 
 typedef struct lm_plan_build_opts {
   int robust; /* one scenario per bootstrap resample of the profiles */
+  /* keep the bootstrap scenarios and the named defaults' predictions for
+   * lm_plan_problem_settle (ignored with robust, which decides on the
+   * scenarios itself) */
+  int settle;
 } lm_plan_build_opts;
 
 /* Predict every (kernel, bucket, variant) of a bound workload.  profiles[i]
@@ -62,6 +74,23 @@ lm_status lm_plan_problem_build(lm_keep const lm_workload *w,
                                 const lm_plan_build_opts *o,
                                 lm_plan_problem *out, lm_error *err);
 void lm_plan_problem_free(lm_plan_problem *pp);
+
+/* Decide within the model's uncertainty (docs/solver.md, "Settling ties").
+ * Per bucket, a variant is indistinguishable from the point best when it
+ * is at least as fast in a share >= alpha of the bootstrap scenarios
+ * (paired: both priced with the same resample).  Among those the plan
+ * prefers the fewest workers, then the lowest prediction under the named
+ * defaults, then the earliest enumerated: a parallel variant must win
+ * clearly, and a near tie is broken by a rule no calibration moves.  The
+ * solver then sees every indistinguishable variant at the point best's
+ * cost, raised by LM_SETTLE_STEP per rank of preference; the point
+ * predictions stay in pk->point for the plan.  Afterwards the problem has
+ * one scenario.  A problem built without settle (or with robust) is left
+ * as it is. */
+#define LM_SETTLE_ALPHA 0.10
+#define LM_SETTLE_STEP 1e-4
+lm_status lm_plan_problem_settle(lm_plan_problem *pp, double alpha,
+                                 lm_error *err);
 
 /* ---- plans --------------------------------------------------------------- */
 
@@ -105,6 +134,8 @@ typedef struct lm_plan {
   lm_plan_profile profiles[LM_ISA__COUNT];
   int nprofiles;
   int threshold, robust, scenarios;
+  int settle; /* near ties settled (lm_plan_problem_settle); false in plans
+               * written before the field existed */
   /* the solver's report */
   char status[16]; /* lm_solve_status_name */
   double objective, greedy_objective, bound, gap, time_s, compile_total_ms;

@@ -1,0 +1,118 @@
+/* Settling ties: decide within the model's uncertainty (docs/solver.md).
+ *
+ * A calibration fits its coefficients with an error, which its bootstrap
+ * resamples show.  Two variants whose point predictions differ by less
+ * than that error are not told apart by the model: which one is the
+ * point best then depends on which calibration ran, and two calibrations
+ * of one machine pick differently (docs/evaluation.md, "Trust figures").
+ * Settling replaces the point best of each bucket by a preferred variant
+ * among those the bootstrap cannot separate from it:
+ *
+ *   indistinguishable(v) = share of resamples j with c_j[v] <= c_j[best]
+ *                          >= alpha                       (paired)
+ *   preferred            = fewest workers, then the lowest prediction under
+ *                          the named defaults, then the first enumerated.
+ *
+ * The preference uses nothing a calibration fits, so near ties are broken
+ * the same way by every calibration; a parallel variant is chosen only
+ * where the resamples agree that it wins. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lanemap/plan.h"
+
+/* Is a preferred to b (bucket row of the defaults' predictions)? */
+static int prefer(const lm_plan_pkernel *pk, const double *prior, int a,
+                  int b) {
+  int wa = pk->variants[a].workers, wb = pk->variants[b].workers;
+  if (wa != wb)
+    return wa < wb;
+  double pa = prior[a], pb = prior[b];
+  if (pa != pb && !(isnan(pa) && isnan(pb)))
+    return pa < pb || isnan(pb);
+  return a < b;
+}
+
+static const lm_plan_pkernel *sort_pk;
+static const double *sort_prior;
+static int by_preference(const void *x, const void *y) {
+  int a = *(const int *)x, b = *(const int *)y;
+  return prefer(sort_pk, sort_prior, a, b)   ? -1
+         : prefer(sort_pk, sort_prior, b, a) ? 1
+                                             : 0;
+}
+
+/* Settle one bucket b of kernel pk with nsc scenarios; returns the number
+ * of indistinguishable variants, and *moved whether the preferred one is
+ * not the point best. */
+static int settle_bucket(lm_plan_pkernel *pk, int nb, int nsc, int b,
+                         double alpha, int *set, int *moved) {
+  int nv = pk->nvariants;
+  const double *point = pk->point + (size_t)b * nv;
+  int best = -1;
+  for (int v = 0; v < nv; v++)
+    if (isfinite(point[v]) && (best < 0 || point[v] < point[best]))
+      best = v;
+  *moved = 0;
+  if (best < 0)
+    return 0;
+  int n = 0;
+  for (int v = 0; v < nv; v++) {
+    if (!isfinite(point[v]))
+      continue;
+    int wins = 0, pairs = 0;
+    for (int j = 1; j < nsc && v != best; j++) {
+      const double *c = pk->cost + ((size_t)j * nb + b) * nv;
+      if (isfinite(c[v]) && isfinite(c[best])) {
+        pairs++;
+        wins += c[v] <= c[best];
+      }
+    }
+    if (v == best || (pairs > 0 && wins >= alpha * pairs))
+      set[n++] = v;
+  }
+  sort_pk = pk;
+  sort_prior = pk->prior + (size_t)b * nv;
+  qsort(set, (size_t)n, sizeof *set, by_preference);
+  double *c0 = pk->cost + (size_t)b * nv;
+  for (int r = 0; r < n; r++)
+    c0[set[r]] = point[best] * (1 + LM_SETTLE_STEP * r);
+  *moved = set[0] != best;
+  return n;
+}
+
+lm_status lm_plan_problem_settle(lm_plan_problem *pp, double alpha,
+                                 lm_error *err) {
+  if (!pp->settle)
+    return LM_OK;
+  if (!(alpha > 0 && alpha <= 1))
+    return lm_error_set(err, LM_EINPUT,
+                        "settle: alpha must be in (0, 1], not %g", alpha);
+  int nsc = pp->p.nscenarios;
+  pp->settled = pp->ties = 0;
+  for (int ki = 0; ki < pp->p.nkernels; ki++) {
+    lm_plan_pkernel *pk = &pp->pk[ki];
+    int nb = pp->k[ki].nbuckets, nv = pk->nvariants;
+    size_t cells = (size_t)nb * (size_t)nv;
+    free(pk->point);
+    pk->point = malloc(sizeof *pk->point * (cells ? cells : 1));
+    int *set = malloc(sizeof *set * (size_t)(nv > 0 ? nv : 1));
+    if (!pk->point || !set) {
+      free(set);
+      return lm_error_set(err, LM_ESYS, "settle: out of memory");
+    }
+    memcpy(pk->point, pk->cost, sizeof *pk->point * cells);
+    for (int b = 0; b < nb; b++) {
+      int moved = 0;
+      pp->ties += settle_bucket(pk, nb, nsc, b, alpha, set, &moved) > 1;
+      pp->settled += moved;
+    }
+    free(set);
+  }
+  /* the solver decides on the settled point costs alone */
+  pp->p.nscenarios = 1;
+  for (int ki = 0; ki < pp->p.nkernels; ki++)
+    pp->k[ki].cost = pp->pk[ki].cost;
+  return LM_OK;
+}
