@@ -133,9 +133,11 @@ static lm_status price(const lm_eval_run *run, const lm_eval_plans *pl,
       t = isfinite(t) && t >= 0 ? t : INFINITY;
       pk->cost[cell] = t;
       /* the bootstrap scenarios keep their ratio to the point prediction */
-      for (int j = 1; j < pp->p.nscenarios; j++)
-        pk->cost[j * plane + cell] *=
-            isfinite(t) && was > 0 && isfinite(was) ? t / was : INFINITY;
+      double ratio = isfinite(t) && was > 0 && isfinite(was) ? t / was : NAN;
+      for (int j = 1; j < pp->p.nscenarios; j++) {
+        double *c = &pk->cost[j * plane + cell];
+        *c = isfinite(ratio) ? *c * ratio : INFINITY;
+      }
       if (pk->prior) {
         double d = c->v[v].pred_default;
         pk->prior[cell] = isfinite(d) && d >= 0 ? d : INFINITY;

@@ -8,14 +8,15 @@
  * Settling replaces the point best of each bucket by a preferred variant
  * among those the bootstrap cannot separate from it:
  *
- *   indistinguishable(v) = share of resamples j with c_j[v] <= c_j[best]
- *                          >= alpha                       (paired)
- *   preferred            = fewest workers, then the lowest prediction under
- *                          the named defaults, then the first enumerated.
+ *   near tie(v) = share of resamples j with c_j[v] <= c_j[best] >= alpha
+ *                 (paired: both priced with resample j)
+ *   preferred   = the lowest prediction under the named defaults, then
+ *                 the first enumerated.
  *
- * The preference uses nothing a calibration fits, so near ties are broken
- * the same way by every calibration; a parallel variant is chosen only
- * where the resamples agree that it wins. */
+ * The calibration decides where its resamples agree; elsewhere the named
+ * defaults, which no calibration moves, break the tie, so every
+ * calibration breaks it the same way.  Preferring the fewest workers
+ * first was measured and dropped (docs/solver.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,24 +24,22 @@
 #include "lanemap/plan.h"
 
 /* Is a preferred to b (bucket row of the defaults' predictions)? */
-static int prefer(const lm_plan_pkernel *pk, const double *prior, int a,
-                  int b) {
-  int wa = pk->variants[a].workers, wb = pk->variants[b].workers;
-  if (wa != wb)
-    return wa < wb;
+static int prefer(const double *prior, int a, int b) {
   double pa = prior[a], pb = prior[b];
   if (pa != pb && !(isnan(pa) && isnan(pb)))
     return pa < pb || isnan(pb);
   return a < b;
 }
 
-static const lm_plan_pkernel *sort_pk;
-static const double *sort_prior;
-static int by_preference(const void *x, const void *y) {
-  int a = *(const int *)x, b = *(const int *)y;
-  return prefer(sort_pk, sort_prior, a, b)   ? -1
-         : prefer(sort_pk, sort_prior, b, a) ? 1
-                                             : 0;
+/* Sorts set[0..n) by preference (insertion: near-tie sets are small, and
+ * no state outlives the call). */
+static void sort_by_preference(const double *prior, int *set, int n) {
+  for (int i = 1; i < n; i++) {
+    int x = set[i], j = i;
+    for (; j > 0 && prefer(prior, x, set[j - 1]); j--)
+      set[j] = set[j - 1];
+    set[j] = x;
+  }
 }
 
 /* Settle one bucket b of kernel pk with nsc scenarios; returns the number
@@ -72,9 +71,7 @@ static int settle_bucket(lm_plan_pkernel *pk, int nb, int nsc, int b,
     if (v == best || (pairs > 0 && wins >= alpha * pairs))
       set[n++] = v;
   }
-  sort_pk = pk;
-  sort_prior = pk->prior + (size_t)b * nv;
-  qsort(set, (size_t)n, sizeof *set, by_preference);
+  sort_by_preference(pk->prior + (size_t)b * nv, set, n);
   double *c0 = pk->cost + (size_t)b * nv;
   for (int r = 0; r < n; r++)
     c0[set[r]] = point[best] * (1 + LM_SETTLE_STEP * r);

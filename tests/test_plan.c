@@ -506,7 +506,8 @@ Test(plan, several_isas_and_worker_counts_are_candidates) {
  *   bucket 1: the t2 variant wins every resample by far;
  *   bucket 2: the first t1 variant is the point best (100), the second
  *             (101) as fast in 5 of 10; the t2 variant never.
- * The defaults' predictions rank the second t1 variant first. */
+ * The defaults' predictions rank the second t1 variant first, then the t2
+ * variant in bucket 0 and the first t1 variant elsewhere. */
 #define NB 3
 #define NV 3
 #define NSC 11
@@ -531,7 +532,7 @@ static void hand_problem(lm_plan_problem *pp, int settle) {
   for (int b = 0; b < NB; b++) {
     pk->order[b] = b;
     pk->weight[b] = 1;
-    double prior[NV] = {100, 90, 120};
+    double prior[NV] = {100, 90, b == 0 ? 95 : 120};
     memcpy(pk->prior + b * NV, prior, sizeof prior);
   }
   const double point[NB][NV] = {{100, 101, 80}, {100, 101, 20}, {100, 101, 200}};
@@ -561,7 +562,7 @@ static void solve_choices(lm_plan_problem *pp, int *choice) {
   lm_solve_result_free(&r);
 }
 
-Test(plan, settling_prefers_t1_then_the_defaults_within_the_bootstrap) {
+Test(plan, settling_prefers_the_defaults_pick_within_the_bootstrap) {
   lm_error e = {0};
   lm_plan_problem pp;
   hand_problem(&pp, 1);
@@ -572,25 +573,36 @@ Test(plan, settling_prefers_t1_then_the_defaults_within_the_bootstrap) {
   cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
   cr_assert_eq(pp.p.nscenarios, 1);
   cr_assert_eq(pp.ties, 2);
-  cr_assert_eq(pp.settled, 2);
+  cr_assert_eq(pp.settled, 1);
   int choice[NB];
   solve_choices(&pp, choice);
-  cr_assert_eq(choice[0], 0, "a t2 win in 7 of 10 resamples is not clear");
-  cr_assert_eq(choice[1], 2, "a t2 win in every resample stands");
+  cr_assert_eq(choice[0], 2, "the defaults' pick among the near ties stands, t2 or not");
+  cr_assert_eq(choice[1], 2, "a win in every resample stands");
   cr_assert_eq(choice[2], 1, "a near tie goes to the defaults' pick");
-  /* the solver sees the preferred variant at the point best's cost; the
-   * point predictions are kept */
+  /* the solver sees the preferred variant at the point best's cost, the
+   * next near tie one step above; the point predictions are kept */
+  cr_assert_float_eq(pp.pk[0].cost[2 * NV + 1], 100, 1e-9);
+  cr_assert_float_eq(pp.pk[0].cost[2 * NV + 0], 100 * (1 + LM_SETTLE_STEP), 1e-9);
+  cr_assert_float_eq(pp.pk[0].point[2 * NV + 1], 101, 1e-9);
+  cr_assert_float_eq(pp.pk[0].cost[1 * NV + 2], 20, 1e-9);
+  /* a t1 near tie the defaults prefer wins over a t2 point best */
+  lm_plan_problem_free(&pp);
+  hand_problem(&pp, 1);
+  pp.pk[0].prior[0 * NV + 2] = 200;
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[0], 0, "a t2 win in 7 of 10 resamples is not clear");
   cr_assert_float_eq(pp.pk[0].cost[0 * NV + 0], 80, 1e-9);
   cr_assert_float_eq(pp.pk[0].point[0 * NV + 0], 100, 1e-9);
-  cr_assert_float_eq(pp.pk[0].cost[1 * NV + 2], 20, 1e-9);
   /* a stricter share keeps the point best where the resamples agree
    * less often than it asks */
   lm_plan_problem_free(&pp);
   hand_problem(&pp, 1);
+  pp.pk[0].prior[0 * NV + 2] = 200;
   cr_assert_eq(lm_plan_problem_settle(&pp, 0.4, &e), LM_OK, "%s", e.msg);
   solve_choices(&pp, choice);
-  cr_assert_eq(choice[0], 2);
-  cr_assert_eq(choice[2], 1);
+  cr_assert_eq(choice[0], 2, "3 of 10 resamples are below a share of 0.4");
+  cr_assert_eq(choice[2], 1, "5 of 10 are not");
   lm_plan_problem_free(&pp);
 }
 
