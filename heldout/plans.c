@@ -135,8 +135,8 @@ static lm_status price(const lm_eval_run *run, const lm_eval_plans *pl,
       /* the bootstrap scenarios keep their ratio to the point prediction */
       double ratio = isfinite(t) && was > 0 && isfinite(was) ? t / was : NAN;
       for (int j = 1; j < pp->p.nscenarios; j++) {
-        double *c = &pk->cost[j * plane + cell];
-        *c = isfinite(ratio) ? *c * ratio : INFINITY;
+        double *cj = &pk->cost[j * plane + cell];
+        *cj = isfinite(ratio) ? *cj * ratio : INFINITY;
       }
       if (pk->prior) {
         double d = c->v[v].pred_default;

@@ -6,9 +6,10 @@
  * are counted once (lm_cost_features); each cost scenario then costs one
  * lm_cost_eval with that scenario's coefficients: the point coefficients
  * for scenario 0, bootstrap resample j-1 for scenario j >= 1 in robust
- * mode (and for settling, lm_plan_problem_settle, which also takes the
- * named defaults' prediction of every cell).  The buckets reach the solver ordered by C, then R, so that thresholded
- * dispatch runs over R within each C. */
+ * mode and for settling (lm_plan_problem_settle, which also takes the
+ * named defaults' prediction of every cell).  The buckets reach the solver
+ * ordered by C, then R, so that thresholded dispatch runs over R within
+ * each C. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

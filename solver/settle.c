@@ -81,8 +81,8 @@ static int settle_bucket(lm_plan_pkernel *pk, int nb, int nsc, int b,
 
 lm_status lm_plan_problem_settle(lm_plan_problem *pp, double alpha,
                                  lm_error *err) {
-  if (!pp->settle)
-    return LM_OK;
+  if (!pp->settle || (pp->p.nkernels > 0 && pp->pk[0].point))
+    return LM_OK; /* not built for it, or settled already */
   if (!(alpha > 0 && alpha <= 1))
     return lm_error_set(err, LM_EINPUT,
                         "settle: alpha must be in (0, 1], not %g", alpha);

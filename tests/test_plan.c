@@ -585,6 +585,10 @@ Test(plan, settling_prefers_the_defaults_pick_within_the_bootstrap) {
   cr_assert_float_eq(pp.pk[0].cost[2 * NV + 0], 100 * (1 + LM_SETTLE_STEP), 1e-9);
   cr_assert_float_eq(pp.pk[0].point[2 * NV + 1], 101, 1e-9);
   cr_assert_float_eq(pp.pk[0].cost[1 * NV + 2], 20, 1e-9);
+  /* settling again changes nothing */
+  cr_assert_eq(lm_plan_problem_settle(&pp, 0.9, &e), LM_OK, "%s", e.msg);
+  cr_assert_float_eq(pp.pk[0].point[2 * NV + 1], 101, 1e-9);
+  cr_assert_float_eq(pp.pk[0].cost[2 * NV + 1], 100, 1e-9);
   /* a t1 near tie the defaults prefer wins over a t2 point best */
   lm_plan_problem_free(&pp);
   hand_problem(&pp, 1);

@@ -16,6 +16,7 @@
 
 #include "lanemap/calibrate.h"
 #include "lanemap/core.h"
+#include "lanemap/plan.h"
 
 #define SRC LANEMAP_SOURCE_DIR
 #define TINY SRC "/solver/examples/tiny.json"
@@ -310,6 +311,52 @@ Test(solve_cli, each_profile_prices_its_own_isa_target) {
            plan);
   cr_expect_eq(rc, 2, "%s", err);
   cr_expect(strstr(err, "a second profile for x86-64-v4") != NULL, "%s", err);
+  free(out);
+  free(err);
+}
+
+/* Settling is the default, says what it did, and --point turns it off;
+ * the plan records which. */
+Test(solve_cli, settling_is_the_default_and_point_turns_it_off) {
+  char prof[512], plan[512], *out, *err;
+  snprintf(prof, sizeof prof, "%s/boot.json", dir);
+  snprintf(plan, sizeof plan, "%s/plan.json", dir);
+  lm_profile *p = NULL;
+  lm_error e = {0};
+  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &p, &e), LM_OK, "%s", e.msg);
+  int nt = lm_profile_nterms(p);
+  double *bs = malloc(sizeof *bs * (size_t)nt * 8);
+  for (int b = 0; b < 8; b++)
+    for (int t = 0; t < nt; t++)
+      bs[b * nt + t] = lm_profile_term_at(p, t)->coef * (0.6 + 0.1 * b * (t % 3));
+  cr_assert_eq(lm_profile_set_bootstrap(p, bs, 8, &e), LM_OK, "%s", e.msg);
+  free(bs);
+  cr_assert_eq(lm_profile_save(p, prof, &e), LM_OK, "%s", e.msg);
+  lm_profile_free(p);
+  const char *modes[2] = {"", "--point"};
+  for (int m = 0; m < 2; m++) {
+    int rc = run(&out, &err, "solve %s --profile '%s' %s -o '%s' --json", TINY, prof,
+                 modes[m], plan);
+    cr_assert_eq(rc, 0, "%s", err);
+    cJSON *j = cJSON_Parse(out);
+    cr_assert_not_null(j, "%s", out);
+    cr_assert_eq(cJSON_IsTrue(cJSON_GetObjectItem(j, "settle")), m == 0, "%s", out);
+    const cJSON *ties = cJSON_GetObjectItem(j, "near_ties");
+    const cJSON *moved = cJSON_GetObjectItem(j, "settled");
+    cr_assert(cJSON_IsNumber(ties) && cJSON_IsNumber(moved), "%s", out);
+    cr_assert_leq(moved->valueint, ties->valueint, "%s", out);
+    cr_assert_leq(ties->valueint, cJSON_GetObjectItem(j, "buckets")->valueint, "%s", out);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    lm_plan *pl = NULL;
+    cr_assert_eq(lm_plan_load(plan, &pl, NULL, &e), LM_OK, "%s", e.msg);
+    cr_assert_eq(pl->settle, m == 0);
+    lm_plan_free(pl);
+  }
+  int rc = run(&out, &err, "solve %s --profile '%s' -o '%s'", TINY, prof, plan);
+  cr_assert_eq(rc, 0, "%s", err);
+  cr_assert(strstr(out, "near ties: "), "%s", out);
   free(out);
   free(err);
 }

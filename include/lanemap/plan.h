@@ -85,8 +85,8 @@ void lm_plan_problem_free(lm_plan_problem *pp);
  * solver then sees every indistinguishable variant at the point best's
  * cost, raised by LM_SETTLE_STEP per rank of preference; the point
  * predictions stay in pk->point for the plan.  Afterwards the problem has
- * one scenario.  A problem built without settle (or with robust) is left
- * as it is. */
+ * one scenario.  A problem built without settle (or with robust), or
+ * settled already, is left as it is. */
 #define LM_SETTLE_ALPHA 0.05
 #define LM_SETTLE_STEP 1e-4
 lm_status lm_plan_problem_settle(lm_plan_problem *pp, double alpha,
