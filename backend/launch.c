@@ -1,6 +1,7 @@
 /* Launching compiled variants: the args block and the cut into tasks.
  * workers = 1 calls the entry once over [0, R) with no pool at all; more
- * workers cut [0, R) into tasks of `grain` instances on the pool. */
+ * workers cut [0, R) into tasks of `grain` instances on the pool, claimed
+ * dynamically in batches of lm_launch_batch tasks. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,11 @@ lm_status lm_compiled_launch(const lm_compiled *c, lm_pool *pool,
   }
   if (!pool)
     pool = lm_pool_shared();
-  return lm_pool_launch(pool, fn, args, R, v->grain, v->workers, err);
+  int64_t chunks = v->grain > 0 ? (R + v->grain - 1) / v->grain : 0;
+  int part = lm_pool_threads(pool) + 1;
+  part = v->workers < part ? v->workers : part;
+  lm_launch_sched s = {LM_SCHED_DYNAMIC, lm_launch_batch(chunks, part)};
+  return lm_pool_launch_sched(pool, fn, args, R, v->grain, v->workers, &s, err);
 }
 
 /* Private arrays of generated code live in one growing, 64-byte aligned

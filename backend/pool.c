@@ -450,6 +450,13 @@ lm_status lm_pool_launch(lm_pool *p, lm_entry_fn fn, const void *args,
   return lm_pool_launch_sched(p, fn, args, n, grain, workers, NULL, err);
 }
 
+int64_t lm_launch_batch(int64_t chunks, int participants) {
+  if (chunks <= 0 || participants <= 0)
+    return 1;
+  int64_t b = chunks / ((int64_t)participants * LM_LAUNCH_CLAIMS);
+  return b > 1 ? b : 1;
+}
+
 lm_status lm_pool_launch_sched(lm_pool *p, lm_entry_fn fn, const void *args,
                                int64_t n, int64_t grain, int workers,
                                const lm_launch_sched *sched, lm_error *err) {

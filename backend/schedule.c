@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/schedule.h"
+#include "lanemap/runtime.h"
 
 static int is_reduction(lm_op op) {
   return op == LM_OP_RSUM || op == LM_OP_RMAX || op == LM_OP_RMIN;
@@ -195,6 +196,10 @@ void lm_sched_at(const lm_sched_rule *s, int64_t R, int64_t N, const double *row
   st->tail = st->S - st->full;
   st->density = N > 0 ? len / (double)N : 1;
   st->tasks = s->workers > 1 ? ceil((double)R / (double)s->grain) : 1;
+  st->claims = s->workers > 1
+                   ? ceil(st->tasks / (double)lm_launch_batch((int64_t)st->tasks,
+                                                              s->workers))
+                   : 1;
   /* a launch on workers > 1 goes through the pool's launch path (checks,
    * the shared pool, chunking) before its first entry call, even when its
    * one task then runs inline: one more call level */

@@ -128,6 +128,7 @@ typedef struct lm_sched_steps {
   double full, main, rest, tail; /* of a full packet: unmasked (main + rest), masked */
   double density;                /* active lane-steps / issued lane-steps of the rows */
   double tasks;                  /* chunks of `grain` rows (workers > 1), else 1 */
+  double claims;                 /* pool claims of those (lm_launch_batch), else 1 */
   double calls;                  /* entry calls and launch-path levels */
 } lm_sched_steps;
 void lm_sched_at(const lm_sched_rule *r, int64_t R, int64_t N, const double *rowlen,

@@ -41,7 +41,7 @@ static const struct {
     {LM_T_WCALL, 10, "ns/call"},
     {LM_T_STEP, 1, "ns/step"},       {LM_T_MSTEP, 3, "ns/step"},
     {LM_T_PACKET, 10, "ns/packet"},  {LM_T_CALL, 15, "ns/call"},
-    {LM_T_TASK, 60, "ns/task"},      {LM_T_FORK, 3000, "ns/launch"},
+    {LM_T_TASK, 60, "ns/claim"},      {LM_T_FORK, 3000, "ns/launch"},
     {LM_T_B_L2, 1.0 / 32, "ns/byte"},
     {LM_T_B_L3, 1.0 / 16, "ns/byte"}, {LM_T_B_DRAM, 1.0 / 8, "ns/byte"},
 };

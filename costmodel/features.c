@@ -44,7 +44,7 @@ int lm_term_lookup(const char *name) {
 
 /* The model form's revision: bump it when the meaning of a term or the way
  * terms combine changes without the term list changing. */
-#define LM_MODEL_FORM "form-3"
+#define LM_MODEL_FORM "form-4" /* 4: task counts pool claims */
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
@@ -557,7 +557,7 @@ void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
   /* launch structure */
   n[LM_T_CALL] += st.calls;
   if (pl->rule.workers > 1 && st.tasks > 1) /* one task runs inline, without the pool */
-    n[LM_T_TASK] += st.tasks, n[LM_T_FORK] += 1;
+    n[LM_T_TASK] += st.claims, n[LM_T_FORK] += 1;
   double lv[3];
   lm_cost_counts_bytes(pl, s, caches, &st, lv, &out->bytes_total, &out->footprint);
   n[LM_T_B_L2] += lv[0];

@@ -214,7 +214,7 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
                (st.P - st.Pf) * st.S * f->wtail + st.P * f->wpacket + st.calls * f->wtask;
     int pooled = st.tasks > 1; /* one task runs inline, without the pool */
     if (pooled)
-      C += st.tasks * f->wpool;
+      C += st.claims * f->wpool;
     if (f->gathers && f->walias > 0)
       C += f->walias * lm_cost_counts_alias(pl, s, &c->caches, &st);
     double lv[3], total, fp;

@@ -45,7 +45,7 @@ extern "C" {
   X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
   X(PACKET, "packet", "packets (per-packet setup and reduction finalisation)")  \
   X(CALL, "call", "entry calls (one per task, or one inline launch)")           \
-  X(TASK, "task", "tasks claimed from the pool (workers > 1)")                  \
+  X(TASK, "task", "pool claims, a batch of tasks each (workers > 1)")          \
   X(FORK, "fork", "fork-join rounds with workers > 1")                          \
   X(B_L2, "bytes_l2", "bytes served by L2")                                     \
   X(B_L3, "bytes_l3", "bytes served by L3")                                     \

@@ -115,6 +115,15 @@ typedef struct lm_launch_sched {
   int64_t batch; /* LM_SCHED_DYNAMIC: chunks per claim, >= 1; 0 means 1 */
 } lm_launch_sched;
 
+/* The batch a compiled launch claims at once: `chunks` over `participants`
+ * (the caller included) in about LM_LAUNCH_CLAIMS claims each, at least 1.
+ * Each claim is one cache-line transfer between cores (about 115 ns with
+ * work between claims on the project's VM, docs/runtime.md), paid once a
+ * batch; eight claims a participant still let a late worker find work.
+ * The cost model counts claims with the same rule (backend/schedule.h). */
+#define LM_LAUNCH_CLAIMS 8
+int64_t lm_launch_batch(int64_t chunks, int participants);
+
 /* lm_pool_launch with a schedule (NULL: dynamic, one chunk per claim, as
  * lm_pool_launch).  An unknown kind or a negative batch is LM_EINPUT.
  * docs/runtime.md has the measured cost of each. */
