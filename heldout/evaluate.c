@@ -492,17 +492,14 @@ static lm_status measure(const Eval *e, Target *t, lm_error *err) {
  * (older records), and those whose plan pick was contended. */
 static void verdicts(Target *t) {
   lm_evaluate_target *r = t->r;
+  lm_eval_verdicts v;
+  lm_eval_count_verdicts(&t->run, &v);
+  r->quiet = v.quiet, r->unstable = v.unstable, r->noisy = v.noisy;
+  r->unknown = v.unknown, r->contended = v.contended;
   lm_noise_clear(&r->noise);
-  for (int i = 0; i < t->run.ncases; i++) {
-    const lm_eval_case *c = &t->run.cases[i];
-    r->unknown += c->attempts == 0;
-    r->noisy += c->attempts > 0 && c->noise.noisy;
-    r->quiet += c->attempts > 0 && !c->noise.noisy;
-    r->unstable += c->attempts > 0 && !c->noise.noisy && c->noise.reasons;
-    r->contended += c->contended;
-    if (c->attempts > 0)
-      lm_noise_merge(&r->noise, &c->noise);
-  }
+  for (int i = 0; i < t->run.ncases; i++)
+    if (t->run.cases[i].attempts > 0)
+      lm_noise_merge(&r->noise, &t->run.cases[i].noise);
 }
 
 static lm_status score(Target *t, lm_error *err) {

@@ -460,6 +460,19 @@ done:
   return st;
 }
 
+void lm_eval_count_verdicts(const lm_eval_run *run, lm_eval_verdicts *out) {
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    int seen = c->attempts > 0;
+    out->unknown += !seen;
+    out->noisy += seen && c->noise.noisy;
+    out->quiet += seen && !c->noise.noisy;
+    out->unstable += seen && !c->noise.noisy && c->noise.reasons;
+    out->contended += c->contended;
+  }
+}
+
 /* Whether c's best came from a confirmation round. */
 static int confirmed_case(const lm_eval_case *c) {
   return c->best >= 0 && c->best < c->nvariants &&

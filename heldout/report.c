@@ -518,22 +518,15 @@ static void protocol(FILE *f, const lm_eval_run *run) {
             p->confirm_samples, p->canary ? "on" : "off", p->remeasure,
             100 * l->canary_max, l->other_cpus_max, 100 * l->steal_max,
             l->late_ns_max / 1e3, 100 * l->spread_max);
-  int quiet = 0, unstable = 0, noisy = 0, unknown = 0, contended = 0, n = 0;
-  for (int i = 0; i < run->ncases; i++) {
-    const lm_eval_case *c = &run->cases[i];
-    int seen = c->attempts > 0;
-    unknown += !seen;
-    noisy += seen && c->noise.noisy;
-    unstable += seen && !c->noise.noisy && c->noise.reasons;
-    quiet += seen && !c->noise.reasons;
-    contended += c->contended;
-  }
+  int n = 0;
+  lm_eval_verdicts v;
+  lm_eval_count_verdicts(run, &v);
   fprintf(f,
-          "- verdicts: %d cases quiet, %d unstable (spread only), %d noisy "
-          "after re-measuring, %d of unknown verdict (records without one); "
-          "%d contended (the plan's pick is a parallel variant measured "
+          "- verdicts: %d cases quiet (%d of them unstable: spread only), %d "
+          "noisy after re-measuring, %d of unknown verdict (records without "
+          "one); %d contended (the plan's pick is a parallel variant measured "
           "while its cores were busy: left out of every policy's figures)\n",
-          quiet, unstable, noisy, unknown, contended);
+          v.quiet, v.unstable, v.noisy, v.unknown, v.contended);
   double bias = lm_eval_screening_bias(run, &n);
   char a[32];
   if (n > 0)
@@ -542,7 +535,7 @@ static void protocol(FILE *f, const lm_eval_run *run) {
             "best, geomean over %d cases: %s\n",
             n, fmt_pct(bias, a));
   fprintf(f, "\n");
-  if (noisy + contended == 0)
+  if (v.noisy + v.contended == 0)
     return;
   fprintf(f, "Cases measured under interference:\n\n");
   for (int i = 0; i < run->ncases; i++) {

@@ -662,8 +662,8 @@ Test(
       "5 samples of 2 ms after 20 ms of warm-up",
       "the 5 fastest and every policy's pick again, interleaved, 10 samples",
       "canary: on; a noisy case is measured again up to 2 more times",
-      "- verdicts: 2 cases quiet, 1 unstable (spread only), 1 noisy after "
-      "re-measuring, 0 of unknown verdict",
+      "- verdicts: 3 cases quiet (1 of them unstable: spread only), 1 noisy "
+      "after re-measuring, 0 of unknown verdict",
       "| unstable (1) |",
       "1 contended",
       "Cases measured under interference",

@@ -241,6 +241,16 @@ lm_status lm_eval_policy_bootstrap(lm_keep const lm_eval_run *run, lm_policy p,
  * winner), and in *n how many cases it covers.  NAN when none. */
 double lm_eval_screening_bias(lm_keep const lm_eval_run *run, int *n);
 
+/* The noise verdicts of run's cases: measured and quiet (the unstable ones,
+ * whose spread alone passed its limit, among them), noisy after
+ * re-measuring, unknown (records without a verdict), and how many cases'
+ * plan pick was contended. */
+typedef struct lm_eval_verdicts {
+  int quiet, unstable, noisy, unknown, contended;
+} lm_eval_verdicts;
+void lm_eval_count_verdicts(lm_keep const lm_eval_run *run,
+                            lm_eval_verdicts *out);
+
 void lm_eval_case_free(lm_eval_case *c);
 void lm_eval_run_free(lm_eval_run *run);
 
