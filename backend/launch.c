@@ -39,10 +39,10 @@ lm_status lm_compiled_launch(const lm_compiled *c, lm_pool *pool,
   }
   if (!pool)
     pool = lm_pool_shared();
+  /* the variant's workers, as the cost model counts the claims (the pool
+   * may clamp the participants further) */
   int64_t chunks = v->grain > 0 ? (R + v->grain - 1) / v->grain : 0;
-  int part = lm_pool_threads(pool) + 1;
-  part = v->workers < part ? v->workers : part;
-  lm_launch_sched s = {LM_SCHED_DYNAMIC, lm_launch_batch(chunks, part)};
+  lm_launch_sched s = {LM_SCHED_DYNAMIC, lm_launch_batch(chunks, v->workers)};
   return lm_pool_launch_sched(pool, fn, args, R, v->grain, v->workers, &s, err);
 }
 

@@ -382,8 +382,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   row_weights(m, b, spread, merr, wp);
   if (s == LM_OK)
     s = lm_fit(&fo, mp, nc, Ac, bp, wp, &cr, err);
-  if (model_err)
-    *model_err = merr;
+  *model_err = merr;
   if (s == LM_OK) {
     /* expand back to every term */
     *fr = cr;

@@ -18,6 +18,7 @@
 #include "lanemap/dispatch.h"
 #include "lanemap/plan.h"
 #include "lanemap/verify.h"
+#include "support/profiles.h"
 
 #define SRC LANEMAP_SOURCE_DIR
 
@@ -119,18 +120,15 @@ Test(plan, caps_and_budget_in_variants_hold) {
   lm_workload_free(w);
 }
 
+static double grow_by_half(int b, int t) {
+  (void)t;
+  return 1 + 0.5 * b;
+}
+
 Test(plan, robust_scenarios_come_from_the_bootstrap) {
   lm_error e = {0};
   lm_workload *w = small(2, -1);
-  lm_profile *bp = NULL;
-  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &bp, &e), LM_OK);
-  int nt = lm_profile_nterms(bp);
-  double *bs = malloc(sizeof *bs * (size_t)nt * 3);
-  for (int b = 0; b < 3; b++)
-    for (int t = 0; t < nt; t++)
-      bs[b * nt + t] = lm_profile_term_at(bp, t)->coef * (1 + 0.5 * b);
-  cr_assert_eq(lm_profile_set_bootstrap(bp, bs, 3, &e), LM_OK, "%s", e.msg);
-  free(bs);
+  lm_profile *bp = support_defaults_with_bootstrap(3, grow_by_half);
   const lm_profile *ps[1] = {bp};
   lm_plan_build_opts bo = {1, 0};
   lm_plan_problem pp;
@@ -629,20 +627,17 @@ Test(plan, settling_is_off_unless_built_for_and_refuses_a_bad_share) {
   lm_plan_problem_free(&pp);
 }
 
+static double around_point(int b, int t) {
+  (void)t;
+  return 0.8 + 0.1 * b;
+}
+
 Test(plan, a_settled_plan_keeps_point_predictions_and_says_so) {
   /* the real pipeline: a profile with bootstrap vectors, built for
    * settling, solved, and written as a plan */
   lm_error e = {0};
   lm_workload *w = small(0, -1);
-  lm_profile *bp = NULL;
-  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &bp, &e), LM_OK);
-  int nt = lm_profile_nterms(bp);
-  double *bs = malloc(sizeof *bs * (size_t)nt * 4);
-  for (int b = 0; b < 4; b++)
-    for (int t = 0; t < nt; t++)
-      bs[b * nt + t] = lm_profile_term_at(bp, t)->coef * (0.8 + 0.1 * b);
-  cr_assert_eq(lm_profile_set_bootstrap(bp, bs, 4, &e), LM_OK, "%s", e.msg);
-  free(bs);
+  lm_profile *bp = support_defaults_with_bootstrap(4, around_point);
   const lm_profile *ps[1] = {bp};
   lm_plan_build_opts bo = {0, 1};
   lm_plan_problem pp;

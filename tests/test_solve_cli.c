@@ -17,6 +17,7 @@
 #include "lanemap/calibrate.h"
 #include "lanemap/core.h"
 #include "lanemap/plan.h"
+#include "support/profiles.h"
 
 #define SRC LANEMAP_SOURCE_DIR
 #define TINY SRC "/solver/examples/tiny.json"
@@ -315,22 +316,18 @@ Test(solve_cli, each_profile_prices_its_own_isa_target) {
   free(err);
 }
 
+/* Resamples that move the terms unevenly, so that some buckets have near
+ * ties and some do not. */
+static double uneven(int b, int t) { return 0.6 + 0.1 * b * (t % 3); }
+
 /* Settling is the default, says what it did, and --point turns it off;
  * the plan records which. */
 Test(solve_cli, settling_is_the_default_and_point_turns_it_off) {
   char prof[512], plan[512], *out, *err;
   snprintf(prof, sizeof prof, "%s/boot.json", dir);
   snprintf(plan, sizeof plan, "%s/plan.json", dir);
-  lm_profile *p = NULL;
   lm_error e = {0};
-  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &p, &e), LM_OK, "%s", e.msg);
-  int nt = lm_profile_nterms(p);
-  double *bs = malloc(sizeof *bs * (size_t)nt * 8);
-  for (int b = 0; b < 8; b++)
-    for (int t = 0; t < nt; t++)
-      bs[b * nt + t] = lm_profile_term_at(p, t)->coef * (0.6 + 0.1 * b * (t % 3));
-  cr_assert_eq(lm_profile_set_bootstrap(p, bs, 8, &e), LM_OK, "%s", e.msg);
-  free(bs);
+  lm_profile *p = support_defaults_with_bootstrap(8, uneven);
   cr_assert_eq(lm_profile_save(p, prof, &e), LM_OK, "%s", e.msg);
   lm_profile_free(p);
   const char *modes[2] = {"", "--point"};
