@@ -30,6 +30,22 @@ int cli_arg_value(int argc, char **argv, int *i, const char *name,
   return 1;
 }
 
+int cli_arg_cache_dir(int argc, char **argv, int *i) {
+  const char *v = NULL;
+  int r = cli_arg_value(argc, argv, i, "--cache-dir", &v);
+  if (r <= 0)
+    return r;
+  if (!*v) {
+    fprintf(stderr, "lanemap: --cache-dir: expected a folder, got ''\n");
+    return -1;
+  }
+  if (setenv("LANEMAP_CACHE_DIR", v, 1) != 0) {
+    fprintf(stderr, "lanemap: --cache-dir: %s\n", strerror(errno));
+    return -1;
+  }
+  return 1;
+}
+
 int cli_arg_flag(const char *arg, const char *name) {
   return strcmp(arg, name) == 0;
 }

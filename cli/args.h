@@ -15,6 +15,12 @@
 int cli_arg_value(int argc, char **argv, int *i, const char *name,
                   const char **value);
 
+/* `--cache-dir D`: the folder of cached profiles for this command, as
+ * LANEMAP_CACHE_DIR=D would set it (docs/profile.md); a folder shared by
+ * the nodes of a cluster holds one profile per machine type.  Returns as
+ * cli_arg_value; -1 also for an empty D. */
+int cli_arg_cache_dir(int argc, char **argv, int *i);
+
 /* Is argv[i] the boolean flag `name`? */
 int cli_arg_flag(const char *arg, const char *name);
 

@@ -21,13 +21,15 @@
 
 static const char usage[] =
     "usage: lanemap calibrate [--quick | --full] [--isa I] [--out F.json] [--json]\n"
-    "                         [--accept-noisy]\n"
+    "                         [--accept-noisy] [--cache-dir D]\n"
     "  Run the micro-benchmark families through the backend, fit per-ISA costs,\n"
     "  write the profile (default: the cache, see docs/profile.md).\n"
     "  --quick         the quick suite (default), about 15 s\n"
     "  --full          the full suite with memory-sized working sets\n"
     "  --isa I         sse4.2, avx2, avx512 or host (default host)\n"
     "  --json          print the summary as JSON instead of tables\n"
+    "  --cache-dir D   the profile cache (also LANEMAP_CACHE_DIR): a folder shared\n"
+    "                  by a cluster's nodes keeps one profile per machine type\n"
     "  --accept-noisy  write the profile even when its timing was noisy (flagged\n"
     "                  inside); without it a noisy profile goes to F.noisy.json\n"
     "                  and is not the machine's profile (also LANEMAP_ACCEPT_NOISY=1)\n"
@@ -144,6 +146,8 @@ int cmd_calibrate(int argc, char **argv) {
       out = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
       isa = val;
+    else if ((r = cli_arg_cache_dir(argc, argv, &i)))
+      ;
     else if (cli_arg_flag(a, "--quick"))
       o.quick = 1, r = 1;
     else if (cli_arg_flag(a, "--full"))

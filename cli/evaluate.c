@@ -16,7 +16,8 @@
 static const char usage[] =
     "usage: lanemap evaluate [--quick] [--cases FILE] [--out DIR] [--isa I,J]\n"
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
-    "                        [--profile P] [--accept-noisy] [--list]\n"
+    "                        [--profile P] [--cache-dir D] [--accept-noisy]\n"
+    "                        [--list]\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
     "  measure every legal variant of every case, then report the regret of\n"
     "  the plan and of the baseline policies: DIR/report.md, DIR/ISA/\n"
@@ -36,6 +37,8 @@ static const char usage[] =
     "  --fresh      ignore records of an earlier run in DIR\n"
     "  --seed N     input generator seed (default 1)\n"
     "  --profile P  the calibrated profile to use (one ISA target only)\n"
+    "  --cache-dir D  the profile cache (also LANEMAP_CACHE_DIR), shared by\n"
+    "               the nodes of a cluster: one profile per machine type\n"
     "  --accept-noisy  exit 0 even when cases were measured under\n"
     "               interference, and take a cached profile calibration\n"
     "               flagged noisy (also env LANEMAP_ACCEPT_NOISY=1)\n"
@@ -94,8 +97,10 @@ static void on_note(void *ctx, int warning, const char *line) {
 }
 
 static void print_stats(const lm_evaluate_target *t) {
-  printf("%s\n%-16s %7s %7s %7s %7s %7s %6s\n", lm_isa_name(t->isa), "policy",
-         "score", "geomean", "median", "p90", "max", "<=3%");
+  printf("%s, machine type %s (%s%s)\n%-16s %7s %7s %7s %7s %7s %6s\n",
+         lm_isa_name(t->isa), t->fingerprint, t->foreign ? "" : "here: ",
+         t->node, "policy", "score", "geomean", "median", "p90", "max",
+         "<=3%");
   for (int p = 0; p < LM_POLICY__COUNT; p++) {
     const lm_regret_stats *s = &t->stats[p];
     if (s->n > 0)
@@ -246,6 +251,7 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       cross = v;
     } else if ((r = cli_arg_value(argc, argv, &i, "--profile", &v))) {
       o->profile = v;
+    } else if ((r = cli_arg_cache_dir(argc, argv, &i))) {
     } else if ((r = cli_arg_value(argc, argv, &i, "--shard", &v))) {
       if (r > 0 && parse_shard(v, o, &err) != LM_OK)
         return cli_usage_error(usage, "evaluate", "%s", err.msg);

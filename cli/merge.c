@@ -10,9 +10,19 @@
  * record; records outside any case are dropped only when identical.  Nothing measured is lost:
  * records of cases still incomplete are kept, so a later run can resume
  * them, and counted.  Report and plots are rebuilt from the merged records
- * by `evaluate`, which recomputes the policies' choices. */
+ * by `evaluate`, which recomputes the policies' choices.
+ *
+ * Machine identity: every record names the machine type (fingerprint) and
+ * node that measured it.  A case is one measurement on one machine type,
+ * so the unit above is (fingerprint, case).  Records of two ISA targets are
+ * refused (each target has its folder), and so are records of two machine
+ * types unless --allow-mixed: then `evaluate` reports each type apart,
+ * planned with that type's profile.  The profiles the shards bundled
+ * (DIR/profile-<fingerprint>-<mode>.json) are copied into OUT_DIR for every
+ * machine type merged, the first input's on a clash. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +34,19 @@
 #include "lanemap/records.h"
 
 static const char usage[] =
-    "usage: lanemap merge -o OUT_DIR DIR_OR_JSONL...\n"
+    "usage: lanemap merge [--allow-mixed] -o OUT_DIR DIR_OR_JSONL...\n"
     "  Merge the records of shard outputs (a directory means "
     "DIR/records.jsonl)\n"
     "  into OUT_DIR/records.jsonl, dropping repeated (case, variant) "
-    "records.\n"
-    "  -o, --out OUT_DIR  output folder (created if missing)\n"
+    "records,\n"
+    "  and copy the profiles the folders bundle (profile-<fingerprint>-"
+    "<mode>.json).\n"
+    "  -o, --out OUT_DIR  output folder (created if missing): one ISA "
+    "target's\n"
+    "  --allow-mixed      merge records of several machine types "
+    "(fingerprints);\n"
+    "                     evaluate then reports each type apart, with its "
+    "profile\n"
     "exit codes: 0 ok, 2 bad input or usage, 3 cannot write\n";
 
 /* The case a record belongs to, or NULL outside any case. */
@@ -39,15 +56,28 @@ static const char *case_of(const lm_record *r) {
   return cJSON_IsString(c) ? c->valuestring : NULL;
 }
 
-/* The identity of a record: "C<case>\x1f<variant>" inside a case, else
- * "L<the line without its timestamp>"; malloc'ed. */
+/* The measurement a record belongs to, "<fingerprint>\x1f<case>" (a case
+ * measured on two machine types is two measurements), or NULL outside any
+ * case; malloc'ed into *buf. */
+static const char *unit_of(const lm_record *r, char **buf) {
+  const char *c = case_of(r);
+  *buf = NULL;
+  if (!c)
+    return NULL;
+  if (asprintf(buf, "%s\x1f%s", r->fingerprint ? r->fingerprint : "", c) < 0)
+    *buf = NULL;
+  return *buf;
+}
+
+/* The identity of a record: "C<fingerprint>\x1f<case>\x1f<variant>" inside
+ * a case, else "L<the line without its timestamp>"; malloc'ed. */
 static char *key_of(const lm_record *r) {
   const char *c = case_of(r);
   if (c) {
-    size_t n = strlen(c) + strlen(r->variant) + 3;
-    char *k = malloc(n);
-    if (k)
-      snprintf(k, n, "C%s\x1f%s", c, r->variant);
+    char *k = NULL;
+    if (asprintf(&k, "C%s\x1f%s\x1f%s", r->fingerprint ? r->fingerprint : "",
+                 c, r->variant) < 0)
+      k = NULL;
     return k;
   }
   lm_record t = *r;
@@ -66,14 +96,14 @@ static char *key_of(const lm_record *r) {
   return k;
 }
 
-/* Per case, the file its records are taken from: the one with most of
- * them, the first on a tie.  source[i] gets, for each record i of a case,
+/* Per measurement (machine type, case), the file its records are taken
+ * from: the one with most of them, the first on a tie.  source[i] gets,
+ * for each record i of a case,
  * 1 if it comes from that file, else 0; for records outside a case, 1.
  * Returns -1 when out of memory. */
 static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
                         char *source) {
   int ncases = 0, cap = 0, rc = 0;
-  const char **name = NULL;
   int *count = NULL; /* [ncases * nfiles] */
   int *idx = malloc(sizeof *idx * (size_t)(all->n ? all->n : 1));
   lm_strset *names = lm_strset_new(); /* case -> k */
@@ -83,12 +113,19 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
     return -1;
   }
   for (int i = 0; i < all->n && rc == 0; i++) {
-    const char *c = case_of(&all->r[i]);
+    char *buf;
+    const char *c = unit_of(&all->r[i], &buf);
     idx[i] = -1;
+    if (!c && case_of(&all->r[i])) {
+      rc = -1;
+      break;
+    }
     if (!c)
       continue;
     int64_t found;
-    if (lm_strset_add_str(names, c, ncases, &found) != LM_OK) {
+    lm_status ast = lm_strset_add_str(names, c, ncases, &found);
+    free(buf);
+    if (ast != LM_OK) {
       rc = -1;
       break;
     }
@@ -96,10 +133,7 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
     if (k == ncases) {
       if (ncases == cap) {
         int nc = cap ? 2 * cap : 64;
-        const char **nn = realloc(name, sizeof *nn * (size_t)nc);
-        if (nn)
-          name = nn;
-        int *ncount = nn ? realloc(count, sizeof *ncount * (size_t)nc * nfiles) : NULL;
+        int *ncount = realloc(count, sizeof *ncount * (size_t)nc * nfiles);
         if (!ncount) {
           rc = -1;
           break;
@@ -107,7 +141,6 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
         count = ncount;
         cap = nc;
       }
-      name[ncases] = c;
       memset(count + (size_t)ncases * nfiles, 0, sizeof *count * (size_t)nfiles);
       ncases++;
     }
@@ -127,39 +160,158 @@ static int pick_sources(const lm_records *all, const int *file_of, int nfiles,
     source[i] = file_of[i] == best;
   }
   free(idx);
-  free(name);
   free(count);
   lm_strset_free(names);
   return rc;
 }
 
-/* mkdir -p: the folder and any missing parents. */
-static int make_dir(const char *dir) {
-  struct stat sb;
-  if (stat(dir, &sb) == 0)
-    return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
-  char *parent = strdup(dir); /* whole: a cut path is another folder */
-  if (!parent)
-    return ENOMEM;
-  char *slash = strrchr(parent, '/');
-  while (slash && slash > parent && slash[1] == 0) { /* trailing slashes */
-    *slash = 0;
-    slash = strrchr(parent, '/');
+/* The machine types of the records: fingerprint, nodes seen, records. */
+typedef struct Machine {
+  const char *fp; /* "" for records without one */
+  char nodes[128];
+  int records;
+} Machine;
+
+static void add_node(char *nodes, size_t n, const char *node) {
+  if (!node || !*node)
+    return;
+  size_t len = strlen(node);
+  for (const char *p = nodes; (p = strstr(p, node)) != NULL; p += len)
+    if ((p == nodes || p[-1] == ',') && (p[len] == ',' || p[len] == 0))
+      return;
+  size_t used = strlen(nodes);
+  snprintf(nodes + used, n - used, "%s%s", used ? "," : "", node);
+}
+
+/* Group the records by ISA target and machine type: records of two ISA
+ * targets are refused, and of two machine types unless mixed.  *m gets
+ * the types (malloc'ed), *nm their number; LM_EINPUT with the message
+ * printed. */
+static int machine_types(const lm_records *all, int mixed, Machine **m,
+                         int *nm) {
+  const char *isa = NULL;
+  *m = NULL;
+  *nm = 0;
+  for (int i = 0; i < all->n; i++) {
+    const lm_record *r = &all->r[i];
+    if (!isa)
+      isa = r->isa;
+    else if (strcmp(isa, r->isa) != 0) {
+      fprintf(stderr,
+              "lanemap merge: records of two ISA targets, %s and %s (record "
+              "%d): merge each target's folders into its own OUT_DIR "
+              "(OUT/%s, OUT/%s)\n",
+              isa, r->isa, i + 1, isa, r->isa);
+      return LM_EINPUT;
+    }
+    const char *fp = r->fingerprint ? r->fingerprint : "";
+    int k = 0;
+    while (k < *nm && strcmp((*m)[k].fp, fp) != 0)
+      k++;
+    if (k == *nm) {
+      Machine *nmv = realloc(*m, sizeof *nmv * (size_t)(*nm + 1));
+      if (!nmv) {
+        fprintf(stderr, "lanemap merge: out of memory\n");
+        return LM_ESYS;
+      }
+      *m = nmv;
+      memset(&nmv[k], 0, sizeof nmv[k]);
+      nmv[k].fp = fp;
+      (*nm)++;
+    }
+    const cJSON *node =
+        r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "node") : NULL;
+    add_node((*m)[k].nodes, sizeof (*m)[k].nodes,
+             cJSON_IsString(node) ? node->valuestring : NULL);
+    (*m)[k].records++;
   }
-  int e = 0;
-  if (slash && slash > parent) {
-    *slash = 0;
-    e = make_dir(parent);
+  if (*nm > 1 && !mixed) {
+    fprintf(stderr,
+            "lanemap merge: records of %d machine types (fingerprints), "
+            "whose timings do not compare:\n",
+            *nm);
+    for (int k = 0; k < *nm; k++)
+      fprintf(stderr, "  %-16s %6d records, nodes %s\n",
+              *(*m)[k].fp ? (*m)[k].fp : "(none)", (*m)[k].records,
+              (*m)[k].nodes[0] ? (*m)[k].nodes : "?");
+    fprintf(stderr, "merge each machine type into its own folder, or give "
+                    "--allow-mixed to report each type apart\n");
+    return LM_EINPUT;
   }
-  free(parent);
-  if (e)
-    return e;
-  return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : errno;
+  return LM_OK;
+}
+
+/* Copy DIR/profile-<fp>-*.json of each folder input into out_dir for the
+ * machine types merged, the first input's on a clash; say which types
+ * have none (evaluate will refuse to plan them). */
+static int copy_profiles(char **inputs, int ninputs, const char *out_dir,
+                         const Machine *m, int nm) {
+  lm_strset *written = lm_strset_new(); /* file names copied by this call */
+  if (!written)
+    return LM_ESYS;
+  for (int k = 0; k < nm; k++) {
+    int copied = 0;
+    for (int f = 0; f < ninputs && *m[k].fp; f++) {
+      struct stat sb;
+      if (stat(inputs[f], &sb) != 0 || !S_ISDIR(sb.st_mode))
+        continue;
+      char *pat = NULL;
+      glob_t g = {0};
+      if (asprintf(&pat, "%s/profile-%s-*.json", inputs[f], m[k].fp) < 0) {
+        lm_strset_free(written);
+        return LM_ESYS;
+      }
+      int gr = glob(pat, 0, NULL, &g);
+      free(pat);
+      for (size_t j = 0; gr == 0 && j < g.gl_pathc; j++) {
+        const char *base = strrchr(g.gl_pathv[j], '/') + 1;
+        char *to = NULL, *text = NULL;
+        size_t n = 0;
+        lm_error err = {0};
+        int64_t prior = -1;
+        if (asprintf(&to, "%s/%s", out_dir, base) < 0 ||
+            lm_strset_add_str(written, base, 0, &prior) != LM_OK) {
+          free(to);
+          globfree(&g);
+          lm_strset_free(written);
+          return LM_ESYS;
+        }
+        /* the first input's wins; OUT's own file is not copied onto itself */
+        char *rf = realpath(g.gl_pathv[j], NULL), *rt = realpath(to, NULL);
+        int same = rf && rt && strcmp(rf, rt) == 0;
+        free(rf);
+        free(rt);
+        lm_status st = LM_OK;
+        if (!same && prior < 0 &&
+            (st = lm_file_read(g.gl_pathv[j], &text, &n, &err)) == LM_OK)
+          st = lm_file_write_atomic(to, text, n, &err);
+        free(text);
+        free(to);
+        if (st != LM_OK) {
+          fprintf(stderr, "lanemap merge: %s\n", err.msg);
+          globfree(&g);
+          lm_strset_free(written);
+          return st;
+        }
+        copied = 1;
+      }
+      globfree(&g);
+    }
+    if (!copied && nm > 1)
+      fprintf(stderr,
+              "lanemap merge: no profile bundled for machine type %s (nodes "
+              "%s): evaluate on %s refuses to plan its cases until one is "
+              "there\n",
+              *m[k].fp ? m[k].fp : "(none)", m[k].nodes[0] ? m[k].nodes : "?",
+              out_dir);
+  }
+  lm_strset_free(written);
+  return LM_OK;
 }
 
 int cmd_merge(int argc, char **argv) {
   const char *out_dir = NULL;
-  int ninputs = 0;
+  int ninputs = 0, mixed = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     int r;
@@ -171,6 +323,8 @@ int cmd_merge(int argc, char **argv) {
       if (r < 0)
         return LM_EINPUT;
       out_dir = v;
+    } else if (cli_arg_flag(a, "--allow-mixed")) {
+      mixed = 1;
     } else if (a[0] == '-' && a[1] != 0) {
       return cli_usage_error(usage, "merge", "unknown option '%s'", a);
     } else {
@@ -188,6 +342,8 @@ int cmd_merge(int argc, char **argv) {
   int *file_of = NULL; /* [all.n] the input each record came from */
   char *source = NULL; /* [all.n] 1: the file its case is taken from */
   char *out = NULL;    /* OUT/records.jsonl */
+  Machine *types = NULL;
+  int ntypes = 0;
   int cap = 0, truncated = 0, duplicates = 0, others = 0, rc = LM_OK;
   /* OUT's records are rewritten whole: when OUT exists (and may be one of
    * the inputs), hold its lock from the first read to the write; each
@@ -262,6 +418,8 @@ int cmd_merge(int argc, char **argv) {
     all.n += rs.n;
     free(rs.r); /* the records moved into all */
   }
+  if ((rc = machine_types(&all, mixed, &types, &ntypes)) != LM_OK)
+    goto done;
   if (!(ks = lm_strset_new())) {
     fprintf(stderr, "lanemap merge: out of memory\n");
     rc = LM_ESYS;
@@ -314,11 +472,9 @@ int cmd_merge(int argc, char **argv) {
     lm_eval_case_free(&cases[i]);
   free(cases);
 
-  int e = make_dir(out_dir);
-  if (e != 0) {
-    fprintf(stderr, "lanemap merge: %s: cannot create the folder: %s\n",
-            out_dir, strerror(e));
-    rc = LM_ESYS;
+  if ((st = lm_file_make_dirs(out_dir, &err)) != LM_OK) {
+    fprintf(stderr, "lanemap merge: %s\n", err.msg);
+    rc = st;
     goto done;
   }
   if (out_lock < 0 && (st = lm_file_lock(out, &out_lock, &err)) != LM_OK) {
@@ -331,6 +487,12 @@ int cmd_merge(int argc, char **argv) {
     rc = st;
     goto done;
   }
+  if ((rc = copy_profiles(argv + 1, ninputs, out_dir, types, ntypes)) !=
+      LM_OK) {
+    if (rc == LM_ESYS)
+      fprintf(stderr, "lanemap merge: cannot copy the profiles\n");
+    goto done;
+  }
   printf("%s: %d records from %d file%s, %d complete case%s, %d incomplete "
          "case%s kept, %d duplicate%s dropped, %d record%s of cases taken "
          "from another file dropped, %d unterminated line%s skipped\n",
@@ -338,7 +500,12 @@ int cmd_merge(int argc, char **argv) {
          ncases == 1 ? "" : "s", incomplete, incomplete == 1 ? "" : "s",
          duplicates, duplicates == 1 ? "" : "s", others, others == 1 ? "" : "s",
          truncated, truncated == 1 ? "" : "s");
+  for (int k = 0; k < ntypes; k++)
+    printf("  machine type %s: %d records, nodes %s\n",
+           *types[k].fp ? types[k].fp : "(none)", types[k].records,
+           types[k].nodes[0] ? types[k].nodes : "?");
 done:
+  free(types);
   lm_file_unlock(out_lock);
   free(out_real);
   free(out);

@@ -12,10 +12,11 @@
 static const char usage[] =
     "usage: lanemap predict KERNEL --shape R,C [--variant V[,V...] | --all]\n"
     "                      [--isa I] [--profile P | --default-profile] [--accept-noisy]\n"
-    "                      [--explain] [--json]\n"
+    "                      [--explain] [--json] [--cache-dir D]\n"
     "  Predict every variant's time (ns per launch) and rank them.\n"
     "  --profile P        a profile file (default: the cached one for the ISA)\n"
     "  --default-profile  the uncalibrated named defaults\n"
+    "  --cache-dir D      the profile cache (also LANEMAP_CACHE_DIR)\n"
     "  --accept-noisy     use a profile whose calibration timing was noisy (else\n"
     "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --explain          per-term breakdown of each prediction\n"
@@ -95,6 +96,8 @@ int cmd_predict(int argc, char **argv) {
       isa_s = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val)))
       prof = val;
+    else if ((r = cli_arg_cache_dir(argc, argv, &i)))
+      ;
     else if (cli_arg_flag(a, "--all"))
       all = r = 1;
     else if (cli_arg_flag(a, "--explain"))

@@ -14,7 +14,7 @@
 static const char usage[] =
     "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
     "                    [--accept-noisy] [--threshold] [--robust | --point | --settle A]\n"
-    "                    [--time-limit S] [--mip-gap G]\n"
+    "                    [--time-limit S] [--mip-gap G] [--cache-dir D]\n"
     "                    [--method auto|joint] [--no-presolve] [--no-prune]\n"
     "                    [--json] [--verbose]\n"
     "  Predict every (kernel, bucket, variant), choose what to compile and which\n"
@@ -25,6 +25,7 @@ static const char usage[] =
     "                     each prices the target it was calibrated for, and a\n"
     "                     target without one takes its cached profile\n"
     "  --default-profile  the uncalibrated named defaults\n"
+    "  --cache-dir D      the profile cache (also LANEMAP_CACHE_DIR)\n"
     "  --accept-noisy     use a profile whose calibration timing was noisy (else\n"
     "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --threshold        dispatch by R thresholds (contiguous runs per variant)\n"
@@ -97,6 +98,8 @@ int cmd_solve(int argc, char **argv) {
       if (r > 0)
         prof = profpath[nprof++] = val;
     }
+    else if ((r = cli_arg_cache_dir(argc, argv, &i)))
+      ;
     else if ((r = cli_arg_value(argc, argv, &i, "--time-limit", &val))) {
       if (r > 0 && parse_pos("--time-limit", val, &so.time_limit, 0, &err) != LM_OK)
         return cli_usage_error(usage, "solve", "%s", err.msg);

@@ -428,3 +428,35 @@ lm_status lm_file_read_max(const char *path, size_t max, const char *what, char 
 lm_status lm_file_read(const char *path, char **out, size_t *n, lm_error *err) {
   return lm_file_read_max(path, LM_FILE_MAX_BYTES, "file", out, n, err);
 }
+
+/* mkdir -p, one level per call: the parents first. */
+static int make_dirs(const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) == 0)
+    return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+  char *parent = strdup(dir); /* whole: a cut path is another folder */
+  if (!parent)
+    return ENOMEM;
+  char *slash = strrchr(parent, '/');
+  while (slash && slash > parent && slash[1] == 0) { /* trailing slashes */
+    *slash = 0;
+    slash = strrchr(parent, '/');
+  }
+  int e = 0;
+  if (slash && slash > parent) {
+    *slash = 0;
+    e = make_dirs(parent);
+  }
+  free(parent);
+  if (e)
+    return e;
+  return mkdir(dir, 0777) == 0 || errno == EEXIST ? 0 : errno;
+}
+
+lm_status lm_file_make_dirs(const char *dir, lm_error *err) {
+  int e = make_dirs(dir);
+  if (e != 0)
+    return lm_error_set(err, LM_ESYS, "%s: cannot create the folder: %s", dir,
+                        strerror(e));
+  return LM_OK;
+}

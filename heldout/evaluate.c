@@ -11,7 +11,16 @@
  * this run would measure, and measured again otherwise.  The workload and
  * the plans are made again on every run (predicting and solving take
  * seconds) and written beside the records.  Nothing here prints: stage
- * progress and one-line notes go to the caller's callbacks. */
+ * progress and one-line notes go to the caller's callbacks.
+ *
+ * Records carry the fingerprint (machine type) and node of the machine
+ * that measured them.  A target folder holding records of other machine
+ * types (merged with --allow-mixed, or measured elsewhere and evaluated
+ * here) gets one section per machine type: each other type's complete
+ * cases are planned with its own profile, bundled in the folder as
+ * profile-<fingerprint>-<mode>.json, and never measured here; this machine
+ * measures the cases no type has finished.  heldout/machines.c splits the
+ * records; docs/evaluation.md, "Machine types". */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -21,6 +30,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "heldout/machines.h"
 
 #include "lanemap/calibrate.h"
 #include "lanemap/dispatch.h"
@@ -48,14 +59,24 @@ typedef struct Eval {
    * core leaves one-worker variants alone, and the parallel ones it
    * touches are marked contended (docs/evaluation.md) */
   lm_noise_limits limits;
+  lm_fingerprint host; /* this machine: its type */
+  char node[256];      /* and its host name */
   lm_evaluate_result *res;
 } Eval;
 
-/* One target: its kernels, run, plans and dispatch. */
+/* One target: an ISA target on one machine type, its cases, kernels, run,
+ * plans and dispatch. */
 typedef struct Target {
   lm_eval_opts o;
   lm_evaluate_target *r;
-  char dir[PATH_MAX], records[PATH_MAX + 16];
+  const char *fp;   /* the machine type: its fingerprint hash */
+  int foreign;      /* another machine's: resumed only, planned with prof */
+  lm_profile *prof; /* foreign: the bundled profile (owned) */
+  lm_cases cases;   /* the case list's cases this type evaluates (a view) */
+  /* OUT/ISA, holding the records of every machine type, and the folder of
+   * this type's report and plans: OUT/ISA itself for this machine,
+   * OUT/ISA/machine-<fingerprint> for another */
+  char isadir[PATH_MAX], dir[PATH_MAX + 32], records[PATH_MAX + 16];
   lm_profile *defaults;
   lm_eval_kernel **k; /* [nk] one per distinct kernel path */
   int nk;
@@ -64,7 +85,9 @@ typedef struct Target {
   lm_eval_run run;
   lm_eval_plans plans;
   lm_dispatch *dispatch;
-  unsigned char *done; /* [ncases] measured by an earlier run */
+  int *idx;             /* [cases.n] each case's index in the case list */
+  unsigned char *taken; /* [list n] cases another machine type finished */
+  unsigned char *done;  /* [ncases] measured by an earlier run */
   int ndone;
   int lock; /* held on records from the resume to the last append */
 } Target;
@@ -86,13 +109,6 @@ static void progress(const Eval *e, lm_evaluate_stage s, lm_isa isa, int done,
                      int total, const char *what) {
   if (e->o->progress)
     e->o->progress(e->o->ctx, s, lm_isa_name(isa), done, total, what);
-}
-
-static lm_status make_dir(const char *dir, lm_error *err) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return lm_error_set(err, LM_ESYS, "%s: cannot create: %s", dir,
-                        strerror(errno));
-  return LM_OK;
 }
 
 /* ---- options ---------------------------------------------------------- */
@@ -167,12 +183,29 @@ static void calib_progress(void *ctx, int done, int total, const char *what) {
   progress(p->e, LM_EVALUATE_CALIBRATE, p->isa, done, total, what);
 }
 
-/* Profile i: the given file (the first target's), else the cached one of
- * the mode, else calibrated now and cached. */
+/* Where the profile of machine type fp for target isa is bundled. */
+static lm_status bundle_path(const Eval *e, lm_isa isa, const char *fp,
+                             char *buf, size_t n, lm_error *err) {
+  return lm_eval_bundle_path(e->o->out, lm_isa_name(isa), fp,
+                             e->o->quick ? "quick" : "full", buf, n, err);
+}
+
+/* Profile i (once): the given file (the first target's), else the one
+ * bundled in OUT/ISA for this machine type by an earlier run, else the
+ * cached one of the mode, else calibrated now and cached. */
 static lm_status calibrate(Eval *e, int i, lm_error *err) {
+  if (e->prof[i])
+    return LM_OK;
+  char bundle[PATH_MAX];
+  lm_status bst =
+      bundle_path(e, e->isa[i], e->host.hash, bundle, sizeof bundle, err);
+  if (bst != LM_OK)
+    return bst;
   lm_profile_lookup_opts lo;
   lm_profile_lookup_defaults(&lo);
   lo.path = i == 0 ? e->o->profile : NULL;
+  if (!lo.path && !e->o->fresh && access(bundle, R_OK) == 0)
+    lo.path = bundle;
   lo.isa = e->isa[i];
   lo.mode = e->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
   lo.require_isa = 1;
@@ -195,50 +228,94 @@ static lm_status calibrate(Eval *e, int i, lm_error *err) {
          f.calibrate_s, f.path);
   else
     note(e, 0, "calibrate %-10s %s %s", lm_isa_name(e->isa[i]),
-         lm_profile_source_name(f.source), f.path);
+         lo.path == bundle ? "bundled" : lm_profile_source_name(f.source),
+         f.path);
   return LM_OK;
 }
 
-/* OUT/ISA, its records (removed with fresh), and the harness options. */
-static lm_status open_target(const Eval *e, int i, Target *t, lm_error *err) {
-  int w = snprintf(t->dir, sizeof t->dir, "%s/%s", e->o->out,
+/* OUT/ISA and this type's report folder, the records' lock, the profiles
+ * (this machine's calibrated now if need be, and bundled in OUT/ISA;
+ * another type's read from its bundle) and the harness options. */
+static lm_status open_target(Eval *e, int i, Target *t, lm_error *err) {
+  int w = snprintf(t->isadir, sizeof t->isadir, "%s/%s", e->o->out,
                    lm_isa_name(e->isa[i]));
-  if (w < 0 || (size_t)w + sizeof "/records.jsonl" > sizeof t->dir)
+  if (w < 0 || (size_t)w + sizeof "/machine-0123456789abcdef/records.jsonl" >
+                   sizeof t->isadir)
     return lm_error_set(err, LM_EINPUT,
                         "--out %s: the folder's path is longer than the %zu "
                         "bytes a path may have here",
                         e->o->out,
-                        sizeof t->dir - sizeof "/x86-64-v4/records.jsonl");
-  snprintf(t->records, sizeof t->records, "%s/records.jsonl", t->dir);
-  lm_status st = make_dir(t->dir, err);
+                        sizeof t->isadir -
+                            sizeof "/x86-64-v4/machine-0123456789abcdef/"
+                                   "records.jsonl");
+  snprintf(t->records, sizeof t->records, "%s/records.jsonl", t->isadir);
+  if (t->foreign)
+    snprintf(t->dir, sizeof t->dir, "%s/machine-%s", t->isadir, t->fp);
+  else
+    snprintf(t->dir, sizeof t->dir, "%s", t->isadir);
+  lm_status st = lm_file_make_dirs(t->isadir, err);
+  if (st == LM_OK && t->foreign)
+    st = lm_file_make_dirs(t->dir, err);
   if (st == LM_OK) /* a second run into OUT waits, then resumes from it */
     st = lm_file_lock(t->records, &t->lock, err);
   if (st != LM_OK)
     return st;
-  if (e->o->fresh && unlink(t->records) != 0 && errno != ENOENT)
-    return lm_error_set(err, LM_ESYS, "%s: cannot remove: %s", t->records,
-                        strerror(errno));
   int j = (i + 1) % e->nprof; /* the other target whose profile plans i */
+  char bundle[PATH_MAX];
+  if ((st = bundle_path(e, e->isa[i], t->fp, bundle, sizeof bundle, err)) !=
+      LM_OK)
+    return st;
+  if (t->foreign) { /* planned with its own type's profile, no other */
+    if (access(bundle, R_OK) != 0)
+      return lm_error_set(
+          err, LM_EINPUT,
+          "%s: %d cases were measured on machine type %s (node %s), and %s, "
+          "the profile to plan them with, is missing: merge the shard "
+          "folders (lanemap merge copies their profiles), or copy that "
+          "machine type's profile there",
+          t->records, t->cases.n, t->fp, t->r->node[0] ? t->r->node : "?",
+          bundle);
+    if ((st = lm_profile_load(bundle, &t->prof, NULL, err)) != LM_OK)
+      return st;
+    if (strcmp(lm_profile_get_isa(t->prof), lm_isa_name(e->isa[i])) != 0)
+      return lm_error_set(err, LM_EINPUT, "%s: a profile of %s, not %s", bundle,
+                          lm_profile_get_isa(t->prof), lm_isa_name(e->isa[i]));
+  } else {
+    if ((st = calibrate(e, i, err)) != LM_OK ||
+        (e->nprof > 1 && (st = calibrate(e, j, err)) != LM_OK))
+      return st;
+    char *text = NULL; /* the profile that plans, bundled beside records */
+    if ((st = lm_profile_to_json_text(e->prof[i], &text, err)) == LM_OK)
+      st = lm_file_write_atomic(bundle, text, strlen(text), err);
+    free(text);
+    if (st != LM_OK)
+      return st;
+  }
+  lm_profile *prof = t->foreign ? t->prof : e->prof[i];
   lm_eval_defaults(&t->o);
   t->o.isa = e->isa[i];
   t->o.seed = e->o->seed;
   t->o.timing = e->timing;
-  t->o.profile = e->prof[i];
-  t->o.cross = e->nprof > 1 ? e->prof[j] : NULL;
+  t->o.profile = prof;
+  t->o.cross = e->nprof > 1 && !t->foreign ? e->prof[j] : NULL;
   t->r->isa = e->isa[i];
-  t->r->has_cross = e->nprof > 1;
+  t->r->has_cross = t->o.cross != NULL;
   t->r->cross_isa = e->isa[j];
-  t->r->calibrate_s = e->calib_s[i];
+  t->r->calibrate_s = t->foreign ? 0 : e->calib_s[i];
+  snprintf(t->r->fingerprint, sizeof t->r->fingerprint, "%s", t->fp);
+  t->r->foreign = t->foreign;
+  if (!t->foreign)
+    snprintf(t->r->node, sizeof t->r->node, "%.63s", e->node);
   if ((st = lm_profile_default(e->isa[i], &t->defaults, err)) != LM_OK)
     return st;
   t->o.defaults = t->defaults;
   if ((st = lm_eval_run_init(&t->run, e->isa[i], err)) != LM_OK)
     return st;
-  t->run.fingerprint = strdup(lm_profile_get_fingerprint(e->prof[i])->hash);
-  t->run.profile_mode =
-      strdup(lm_profile_mode_name(lm_profile_get_mode(e->prof[i])));
+  t->run.fingerprint = strdup(t->fp);
+  t->run.node = t->foreign ? NULL : strdup(e->node);
+  t->run.profile_mode = strdup(lm_profile_mode_name(lm_profile_get_mode(prof)));
   t->run.cross_isa = t->o.cross ? strdup(lm_isa_name(e->isa[j])) : NULL;
-  t->run.calibrate_s = e->calib_s[i];
+  t->run.calibrate_s = t->r->calibrate_s;
   lm_eval_protocol *pr = &t->run.protocol;
   pr->samples = e->timing.samples;
   pr->sample_ms = e->timing.sample_ms;
@@ -251,16 +328,16 @@ static lm_status open_target(const Eval *e, int i, Target *t, lm_error *err) {
     pr->limits = *e->timing.limits;
   else
     lm_noise_limits_defaults(&pr->limits);
-  t->done = calloc((size_t)e->cases.n + 1, 1);
+  t->done = calloc((size_t)t->cases.n + 1, 1);
   if (!t->run.fingerprint || !t->run.profile_mode || !t->done ||
-      (t->o.cross && !t->run.cross_isa))
+      (!t->foreign && !t->run.node) || (t->o.cross && !t->run.cross_isa))
     return lm_error_set(err, LM_ESYS, "out of memory");
   return LM_OK;
 }
 
 /* One loaded kernel per distinct kernel path of the cases. */
-static lm_status load_kernels(const Eval *e, Target *t, lm_error *err) {
-  const lm_cases *cs = &e->cases;
+static lm_status load_kernels(Target *t, lm_error *err) {
+  const lm_cases *cs = &t->cases;
   t->k = calloc((size_t)cs->n + 1, sizeof *t->k);
   t->k_of = calloc((size_t)cs->n + 1, sizeof *t->k_of);
   t->first = calloc((size_t)cs->n + 1, sizeof *t->first);
@@ -282,8 +359,8 @@ static lm_status load_kernels(const Eval *e, Target *t, lm_error *err) {
   return LM_OK;
 }
 
-static lm_status predict(const Eval *e, Target *t, lm_error *err) {
-  const lm_cases *cs = &e->cases;
+static lm_status predict(Target *t, lm_error *err) {
+  const lm_cases *cs = &t->cases;
   t->run.cases = calloc((size_t)cs->n + 1, sizeof *t->run.cases);
   if (!t->run.cases)
     return lm_error_set(err, LM_ESYS, "out of memory");
@@ -314,21 +391,30 @@ static int same_str(const char *a, const char *b) {
   return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Keep the records of complete cases old[j] that this run takes over
- * (used[j]) or does not run at all (another shard's); drop incomplete cases
- * and cases this run measures again (after an interruption, or with another
- * protocol), so a case is never mixed from two runs. */
+/* Is a measurement with fingerprint fp (NULL: older records, taken as
+ * this machine's) one of machine type t's? */
+static int of_type(const Target *t, const char *fp) {
+  return fp ? strcmp(fp, t->fp) == 0 : !t->foreign;
+}
+
+/* Keep the records of other machine types, and of complete cases old[j]
+ * that this run takes over (used[j]) or does not run at all (another
+ * shard's); drop this type's incomplete cases and the cases this run
+ * measures again (after an interruption, or with another protocol), so a
+ * case is never mixed from two runs. */
 static int keep_used(lm_records *rs, const lm_eval_case *old,
-                     const unsigned char *used, int n, const lm_eval_run *run) {
+                     const unsigned char *used, int n, const Target *t) {
+  const lm_eval_run *run = &t->run;
   int kept = 0;
   for (int i = 0; i < rs->n; i++) {
     const cJSON *id =
         rs->r[i].extra
             ? cJSON_GetObjectItemCaseSensitive(rs->r[i].extra, "case")
             : NULL;
-    int keep = 0;
+    int keep = !of_type(t, rs->r[i].fingerprint);
     for (int j = 0; j < n && !keep && cJSON_IsString(id); j++) {
-      if (strcmp(old[j].id, id->valuestring) != 0)
+      if (strcmp(old[j].id, id->valuestring) != 0 ||
+          !same_str(old[j].fingerprint, rs->r[i].fingerprint))
         continue;
       int ours = 0;
       for (int c = 0; c < run->ncases && !ours; c++)
@@ -359,7 +445,33 @@ static int same_case(const lm_eval_case *p, const lm_eval_case *c) {
   return 1;
 }
 
-/* Take the measurements of the cases an earlier run finished (done[i]). */
+/* Another machine type's section holds the cases it finished with this
+ * run's seed and protocol, and only those; they are marked taken so that
+ * this machine does not measure them again. */
+static void keep_resumed(const Eval *e, Target *t) {
+  lm_eval_run *run = &t->run;
+  int kept = 0;
+  for (int i = 0; i < run->ncases; i++) {
+    if (!t->done[i]) {
+      note(e, 1,
+           "%s: case %s was measured on machine type %s with another seed "
+           "or protocol; this machine cannot measure it for that type: left "
+           "out",
+           t->records, run->cases[i].id, t->fp);
+      lm_eval_case_free(&run->cases[i]);
+      continue;
+    }
+    t->taken[t->idx[i]] = 1;
+    run->cases[kept++] = run->cases[i];
+  }
+  run->ncases = kept;
+  memset(t->done, 1, (size_t)kept);
+}
+
+/* Take the measurements of this machine type's cases that an earlier run
+ * finished (done[i]).  Another type's cases that cannot be taken (another
+ * seed or protocol) are left out of its section, with a note: this machine
+ * cannot measure them for it. */
 static lm_status resume(const Eval *e, Target *t, lm_error *err) {
   if (e->o->fresh || access(t->records, F_OK) != 0)
     return LM_OK;
@@ -377,7 +489,7 @@ static lm_status resume(const Eval *e, Target *t, lm_error *err) {
     lm_eval_case *c = &run->cases[i];
     for (int j = 0; j < nold; j++) {
       lm_eval_case *p = &old[j];
-      if (used[j] || !same_case(p, c))
+      if (used[j] || !of_type(t, p->fingerprint) || !same_case(p, c))
         continue; /* another kernel, shape, seed or protocol: measure again */
       for (int v = 0; v < c->nvariants; v++) {
         c->v[v].verified = p->v[v].verified;
@@ -394,14 +506,22 @@ static lm_status resume(const Eval *e, Target *t, lm_error *err) {
       }
       c->noise = p->noise;
       c->attempts = p->attempts;
+      free(c->fingerprint);
+      free(c->node);
+      c->fingerprint = p->fingerprint ? strdup(p->fingerprint) : NULL;
+      c->node = p->node ? strdup(p->node) : NULL;
+      if ((p->fingerprint && !c->fingerprint) || (p->node && !c->node))
+        st = lm_error_set(err, LM_ESYS, "out of memory");
       t->done[i] = used[j] = 1;
       t->ndone++;
       break;
     }
   }
   /* Half a line, half a case or a stale case of an earlier run: drop them
-   * before appending, so every case in the file is one measurement. */
-  if (st == LM_OK && (keep_used(&rs, old, used, nold, run) > 0 || rs.truncated))
+   * before appending, so every case in the file is one measurement.
+   * Another type's records are never rewritten here. */
+  if (st == LM_OK && !t->foreign &&
+      (keep_used(&rs, old, used, nold, t) > 0 || rs.truncated))
     st = lm_records_write(t->records, &rs, err);
   free(used);
   for (int j = 0; j < nold; j++)
@@ -409,8 +529,12 @@ static lm_status resume(const Eval *e, Target *t, lm_error *err) {
   free(old);
   lm_records_free(&rs);
   if (st == LM_OK && t->ndone)
-    note(e, 0, "resume    %-10s %d of %d cases from %s", run->isa, t->ndone,
-         run->ncases, t->records);
+    note(e, 0, "resume    %-10s %d of %d cases from %s%s%s", run->isa, t->ndone,
+         run->ncases, t->records,
+         t->foreign ? ", measured on machine type " : "",
+         t->foreign ? t->fp : "");
+  if (st == LM_OK && t->foreign)
+    keep_resumed(e, t);
   return st;
 }
 
@@ -556,21 +680,51 @@ static void close_target(Target *t) {
   free(t->first);
   free(t->done);
   lm_profile_free(t->defaults);
+  lm_profile_free(t->prof);
+  free(t->cases.c);
+  free(t->idx);
   lm_file_unlock(t->lock);
 }
 
 /* ---- the pipeline of one target --------------------------------------- */
 
+/* The cases of the list that machine type t evaluates: in[i] set. */
+static lm_status pick_cases(const Eval *e, Target *t, const unsigned char *in,
+                            lm_error *err) {
+  t->cases = e->cases; /* the list's strings, a copy of the chosen cases */
+  t->cases.c = calloc((size_t)e->cases.n + 1, sizeof *t->cases.c);
+  t->idx = calloc((size_t)e->cases.n + 1, sizeof *t->idx);
+  if (!t->cases.c || !t->idx)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  t->cases.n = 0;
+  for (int c = 0; c < e->cases.n; c++)
+    if (in[c]) {
+      t->idx[t->cases.n] = c;
+      t->cases.c[t->cases.n++] = e->cases.c[c];
+    }
+  return LM_OK;
+}
+
 /* clang-format off */
-static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
+/* ISA target i on machine type m (this machine's when foreign is 0), over
+ * the cases in[]; cases of another type it resumes are marked in taken. */
+static lm_status evaluate_target(Eval *e, int i, const lm_eval_machine *m,
+                                 int foreign, const unsigned char *in,
+                                 unsigned char *taken, lm_error *err) {
   double t0 = lm_now_ns();
-  Target t = {.r = &e->res->target[i], .lock = -1};
-  lm_status st = open_target(e, i, &t, err);               /* OUT/ISA        */
-  if (st == LM_OK) st = load_kernels(e, &t, err);          /* variants       */
-  if (st == LM_OK) st = predict(e, &t, err);               /* predict        */
+  if (e->res->ntargets == LM_EVALUATE_MAX_TARGETS)
+    return lm_error_set(err, LM_EINPUT, "more than %d machine types and ISA "
+                        "targets", LM_EVALUATE_MAX_TARGETS);
+  Target t = {.r = &e->res->target[e->res->ntargets++], .lock = -1,
+              .fp = m->fp, .foreign = foreign, .taken = taken};
+  snprintf(t.r->node, sizeof t.r->node, "%.63s", m->nodes);
+  lm_status st = pick_cases(e, &t, in, err);               /* its cases      */
+  if (st == LM_OK) st = open_target(e, i, &t, err);        /* OUT/ISA        */
+  if (st == LM_OK) st = load_kernels(&t, err);             /* variants       */
+  if (st == LM_OK) st = predict(&t, err);                  /* predict        */
+  if (st == LM_OK) st = resume(e, &t, err);                /* records        */
   if (st == LM_OK) st = solve(&t, err);                    /* workload, plan */
   if (st == LM_OK) st = write_plans(&t, err);              /* their files    */
-  if (st == LM_OK) st = resume(e, &t, err);                /* records        */
   if (st == LM_OK) st = compile_plan(e, &t, err);          /* dispatch       */
   if (st == LM_OK) st = measure(e, &t, err);               /* oracle, picks  */
   if (st == LM_OK) st = score(&t, err);                    /* regrets        */
@@ -581,7 +735,54 @@ static lm_status evaluate_target(Eval *e, int i, lm_error *err) {
   e->res->contended += t.r->contended;
   e->res->cases += t.r->ncases;
   lm_noise_merge(&e->res->noise, &t.r->noise);
+  snprintf(t.r->dir, sizeof t.r->dir, "%s%s%s", lm_isa_name(e->isa[i]),
+           foreign ? "/machine-" : "", foreign ? t.fp : "");
   close_target(&t);
+  return st;
+}
+
+/* ISA target i on every machine type whose records OUT/ISA holds: the
+ * other types' finished cases first, then this machine's -- the cases no
+ * other type finished, and those it finished itself.  A folder of another
+ * type's records alone is reported without measuring or calibrating. */
+static lm_status evaluate_isa(Eval *e, int i, lm_error *err) {
+  char dir[PATH_MAX], records[PATH_MAX + 64];
+  int w = snprintf(dir, sizeof dir, "%s/%s", e->o->out, lm_isa_name(e->isa[i]));
+  if (w < 0 || (size_t)w >= sizeof dir)
+    return lm_error_set(err, LM_EINPUT,
+                        "--out %s: the folder's path is longer than the %zu "
+                        "bytes a path may have here",
+                        e->o->out, sizeof dir - sizeof "/x86-64-v4");
+  snprintf(records, sizeof records, "%s/records.jsonl", dir);
+  lm_eval_machines ms = {0};
+  int lock = -1; /* released before the targets take it in turn */
+  lm_status st = lm_file_make_dirs(dir, err);
+  if (st == LM_OK)
+    st = lm_file_lock(records, &lock, err);
+  if (st == LM_OK && e->o->fresh && unlink(records) != 0 && errno != ENOENT)
+    st = lm_error_set(err, LM_ESYS, "%s: cannot remove: %s", records,
+                      strerror(errno));
+  if (st == LM_OK)
+    st = lm_eval_machines_read(records, &e->cases, lm_isa_name(e->isa[i]),
+                               e->host.hash, &ms, err);
+  lm_file_unlock(lock);
+  if (st != LM_OK)
+    return st;
+  int n = e->cases.n;
+  unsigned char *taken = calloc((size_t)n + 1, 1), *here = malloc((size_t)n + 1);
+  if (!taken || !here)
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+  for (int k = 0; k < ms.n && st == LM_OK; k++)
+    st = evaluate_target(e, i, &ms.m[k], 1, ms.m[k].has, taken, err);
+  int nhere = 0;
+  for (int c = 0; c < n && st == LM_OK; c++)
+    nhere += here[c] = !taken[c] || (ms.here.has && ms.here.has[c]);
+  snprintf(ms.here.nodes, sizeof ms.here.nodes, "%.63s", e->node);
+  if (st == LM_OK && (nhere > 0 || ms.n == 0))
+    st = evaluate_target(e, i, &ms.here, 0, here, taken, err);
+  free(taken);
+  free(here);
+  lm_eval_machines_free(&ms);
   return st;
 }
 /* clang-format on */
@@ -612,17 +813,20 @@ static lm_status summary(const Eval *e, lm_error *err) {
           "target has its own report: ",
           e->o->quick ? "Quick" : "Full", res->total_s);
   for (int i = 0; i < res->ntargets; i++)
-    fprintf(f, "%s[%s](%s/report.md)", i ? ", " : "",
-            lm_isa_name(res->target[i].isa), lm_isa_name(res->target[i].isa));
+    fprintf(f, "%s[%s](%s/report.md)", i ? ", " : "", res->target[i].dir,
+            res->target[i].dir);
   fprintf(f, ".\n\nRegrets use each case's confirmation round; the "
              "brackets are bootstrap 95%% intervals over timing rounds.  "
              "Verdicts: cases quiet, still noisy after re-measuring, of "
              "unknown verdict (older records); contended cases (the plan's "
              "pick was measured while its cores were busy) are left out.\n\n"
-             "| ISA target | cases | plan geomean | p90 | max | score | "
-             "best fixed policy | its geomean | quiet / noisy / unknown | "
-             "contended | screening bias |\n|---|---:|---:|---:|---:|---:|"
-             "---|---:|---:|---:|---:|\n");
+             "Each machine type (fingerprint) has its own rows, planned with "
+             "its own profile; \"here\" is the machine that ran this "
+             "report.\n\n"
+             "| ISA target | machine type | cases | plan geomean | p90 | max | "
+             "score | best fixed policy | its geomean | quiet / noisy / "
+             "unknown | contended | screening bias |\n|---|---|---:|---:|"
+             "---:|---:|---:|---|---:|---:|---:|---:|\n");
   int any_cross = 0;
   for (int i = 0; i < res->ntargets; i++) {
     const lm_evaluate_target *t = &res->target[i];
@@ -635,9 +839,10 @@ static lm_status summary(const Eval *e, lm_error *err) {
         best = p;
     char g[64], q[64], x[64], b[64];
     fprintf(f,
-            "| %s | %d | %s | %s | %s | %.3f | %s | %.1f%% | %d / %d / %d "
-            "| %d | %s |\n",
-            lm_isa_name(t->isa), t->ncases,
+            "| %s | %s (%s%s) | %d | %s | %s | %s | %.3f | %s | %.1f%% | %d / "
+            "%d / %d | %d | %s |\n",
+            lm_isa_name(t->isa), t->fingerprint,
+            t->foreign ? "" : "here: ", t->node[0] ? t->node : "?", t->ncases,
             pct_ci(plan->geomean, ci->geomean, g),
             pct_ci(plan->p90, ci->p90, q), pct_ci(plan->max, ci->max, x),
             plan->score, best >= 0 ? lm_policy_name((lm_policy)best) : "-",
@@ -704,15 +909,16 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
   if (o->timing)
     e.timing = *o->timing;
   lm_status st = lm_timing_opts_check(&e.timing, err);
+  if (st == LM_OK) st = lm_fingerprint_host(&e.host, err);            /* machine   */
+  if (st == LM_OK && gethostname(e.node, sizeof e.node - 1) != 0)
+    snprintf(e.node, sizeof e.node, "?");
   if (st == LM_OK) st = targets(&e, err);                             /* targets   */
   if (st == LM_OK) st = lm_cases_load(o->cases, &e.cases, err);       /* cases     */
   if (st == LM_OK) st = lm_cases_shard(&e.cases, o->shard_i, o->shard_n, err);
-  if (st == LM_OK) st = make_dir(o->out, err);
-  for (int i = 0; i < e.nprof && st == LM_OK; i++)
-    st = calibrate(&e, i, err);                                       /* calibrate */
+  if (st == LM_OK) st = lm_file_make_dirs(o->out, err);
   lm_proc_scan *scan0 = lm_proc_scan_take();                          /* who else  */
-  for (int i = 0; i < e.nisa && st == LM_OK; i++, out->ntargets++)
-    st = evaluate_target(&e, i, err);                                 /* evaluate  */
+  for (int i = 0; i < e.nisa && st == LM_OK; i++)
+    st = evaluate_isa(&e, i, err);            /* each machine type: calibrate, evaluate */
   busiest(scan0, &out->busiest);
   out->total_s = (lm_now_ns() - t0) / 1e9;
   if (st == LM_OK) st = summary(&e, err);                             /* report    */

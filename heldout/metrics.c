@@ -513,6 +513,8 @@ void lm_eval_case_free(lm_eval_case *c) {
   free(c->kernel_hash);
   free(c->extra);
   free(c->isa);
+  free(c->fingerprint);
+  free(c->node);
   memset(c, 0, sizeof *c);
 }
 
@@ -527,6 +529,7 @@ void lm_eval_run_free(lm_eval_run *run) {
   free(run->term_names);
   free(run->isa);
   free(run->fingerprint);
+  free(run->node);
   free(run->profile_mode);
   free(run->cross_isa);
   memset(run, 0, sizeof *run);

@@ -112,6 +112,7 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
     ok =
         x && cJSON_AddStringToObject(x, "case", c->id) &&
         (!c->split || cJSON_AddStringToObject(x, "split", c->split)) &&
+        (!run->node || cJSON_AddStringToObject(x, "node", run->node)) &&
         (!c->protocol || cJSON_AddStringToObject(x, "protocol", c->protocol)) &&
         cJSON_AddNumberToObject(x, "case_variant", i) &&
         cJSON_AddNumberToObject(x, "case_variants", c->nvariants) &&
@@ -307,11 +308,23 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
                         i, idx, nv);
       goto error;
     }
+    /* one case per (id, machine type): "id\x1ffingerprint" */
     int64_t found;
-    if (lm_strset_add_str(ids, id->valuestring, ng, &found) != LM_OK) {
+    const char *fp = r->fingerprint ? r->fingerprint : "";
+    size_t idlen = strlen(id->valuestring), fplen = strlen(fp);
+    char *idkey = malloc(idlen + fplen + 1);
+    if (idkey) {
+      memcpy(idkey, id->valuestring, idlen);
+      idkey[idlen] = '\x1f';
+      memcpy(idkey + idlen + 1, fp, fplen);
+    }
+    if (!idkey ||
+        lm_strset_add(ids, idkey, idlen + 1 + fplen, ng, &found) != LM_OK) {
+      free(idkey);
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto error;
     }
+    free(idkey);
     int k = found >= 0 ? (int)found : ng;
     if (k == ng) {
       g[k].id = id->valuestring;
@@ -399,6 +412,9 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
     c->kernel_hash = dup_or_null(f->kernel_hash, &ok);
     c->extra = dup_or_null(f->extra_syms, &ok);
     c->isa = dup_or_null(f->isa, &ok);
+    c->fingerprint = dup_or_null(f->fingerprint, &ok);
+    const cJSON *node = field(f, "node");
+    c->node = cJSON_IsString(node) ? dup_or_null(node->valuestring, &ok) : NULL;
     c->R = f->R;
     c->C = f->C;
     c->nvariants = g[k].nvariants;

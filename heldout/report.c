@@ -566,9 +566,10 @@ lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
     nmeasured += isfinite(run->cases[i].t_best);
   fprintf(f, "# Held-out evaluation\n\n## Setup\n\n");
   fprintf(f, "- ISA target: %s\n", run->isa ? run->isa : "?");
-  fprintf(f, "- profile: %s, fingerprint %s\n",
-          run->profile_mode ? run->profile_mode : "?",
-          run->fingerprint ? run->fingerprint : "?");
+  fprintf(f, "- machine type: fingerprint %s%s%s\n",
+          run->fingerprint ? run->fingerprint : "?",
+          run->node ? ", measured on " : "", run->node ? run->node : "");
+  fprintf(f, "- profile: %s\n", run->profile_mode ? run->profile_mode : "?");
   if (run->cross_isa)
     fprintf(f, "- cross-ISA profile: %s\n", run->cross_isa);
   fprintf(f, "- cases: %d (%d measured)", run->ncases, nmeasured);

@@ -204,6 +204,141 @@ Test(evaluate, sharded_runs_merge_into_the_unsharded_records) {
   free(got);
 }
 
+/* Replace every occurrence of from by to in the file (same length or not). */
+static void rewrite(const char *path, const char *from, const char *to) {
+  char *text = run_slurp(path);
+  size_t nf = strlen(from), nt = strlen(to), n = 0;
+  for (const char *p = text; (p = strstr(p, from)); p += nf)
+    n++;
+  char *out = malloc(strlen(text) + n * (nt > nf ? nt - nf : 0) + 1), *w = out;
+  for (const char *p = text, *q;; p = q + nf) {
+    q = strstr(p, from);
+    size_t len = q ? (size_t)(q - p) : strlen(p);
+    memcpy(w, p, len);
+    w += len;
+    if (!q)
+      break;
+    memcpy(w, to, nt);
+    w += nt;
+  }
+  *w = 0;
+  run_write(path, out);
+  free(out);
+  free(text);
+}
+
+/* One node cannot produce two fingerprints, so the second machine type is
+ * shard 1's records rewritten to another fingerprint and node, with its
+ * bundled profile renamed to match. */
+#define OTHER_FP "00000000000000aa"
+
+static void shards_of_two_machine_types(char s0[600], char s1[600]) {
+  snprintf(s0, 600, "%s", run_tmp("s0"));
+  snprintf(s1, 600, "%s", run_tmp("s1"));
+  run_result r = evaluate(s0, "--shard=0/2");
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  r = evaluate(s1, "--shard=1/2");
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  run_free(&r);
+  lm_fingerprint fp;
+  lm_error err = {0};
+  cr_assert_eq(lm_fingerprint_host(&fp, &err), LM_OK, "%s", err.msg);
+  char node[256] = "";
+  gethostname(node, sizeof node - 1);
+  char path[700], from[64], to[64], bundle[700], moved[700];
+  snprintf(path, sizeof path, "%s/host/records.jsonl", s1);
+  snprintf(from, sizeof from, "\"fingerprint\":\"%s\"", fp.hash);
+  char *text = run_slurp(path);
+  cr_assert(strstr(text, from), "records lack %s", from);
+  free(text);
+  rewrite(path, from, "\"fingerprint\":\"" OTHER_FP "\"");
+  snprintf(from, sizeof from, "\"node\":\"%s\"", node);
+  snprintf(to, sizeof to, "\"node\":\"other-node\"");
+  rewrite(path, from, to);
+  snprintf(bundle, sizeof bundle, "%s/host/profile-%s-quick.json", s1, fp.hash);
+  snprintf(moved, sizeof moved, "%s/host/profile-" OTHER_FP "-quick.json", s1);
+  cr_assert(run_exists(bundle), "%s missing", bundle);
+  cr_assert_eq(rename(bundle, moved), 0);
+}
+
+Test(evaluate, merging_two_machine_types_is_refused_without_allow_mixed) {
+  char s0[600], s1[600], d0[700], d1[700], m[700], p[760];
+  shards_of_two_machine_types(s0, s1);
+  snprintf(d0, sizeof d0, "%s/host", s0);
+  snprintf(d1, sizeof d1, "%s/host", s1);
+  snprintf(m, sizeof m, "%s", run_tmp("merged"));
+  run_result r = RUN("merge", "-o", m, d0, d1);
+  cr_expect_eq(r.code, 2, "%s", r.out);
+  cr_expect(strstr(r.err, "records of 2 machine types") &&
+                strstr(r.err, OTHER_FP) && strstr(r.err, "other-node") &&
+                strstr(r.err, "--allow-mixed"),
+            "%s", r.err);
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/records.jsonl", m);
+  cr_expect(!run_exists(p), "a refused merge wrote %s", p);
+}
+
+Test(evaluate, mixed_machine_types_are_reported_apart_with_their_profiles) {
+  char s0[600], s1[600], d0[700], d1[700], m[700], p[760];
+  shards_of_two_machine_types(s0, s1);
+  snprintf(d0, sizeof d0, "%s/host", s0);
+  snprintf(d1, sizeof d1, "%s/host", s1);
+  snprintf(m, sizeof m, "%s", run_tmp("merged"));
+  snprintf(p, sizeof p, "%s/host", m);
+  run_result r = RUN("merge", "--allow-mixed", "-o", p, d0, d1);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "machine type " OTHER_FP ":") &&
+                strstr(r.out, "records, nodes other-node"),
+            "%s", r.out);
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/host/profile-" OTHER_FP "-quick.json", m);
+  cr_assert(run_exists(p), "merge did not copy %s", p);
+
+  /* each type is planned with its own profile and measured nowhere */
+  r = evaluate(m, NULL);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "measured on machine type " OTHER_FP), "%s", r.out);
+  cr_expect_eq(run_count_lines(r.out, "0 measured now"), 2, "%s", r.out);
+  cr_expect(strstr(r.out, "host, machine type " OTHER_FP " (other-node)"), "%s",
+            r.out);
+  run_free(&r);
+  snprintf(p, sizeof p, "%s/host/machine-" OTHER_FP "/report.md", m);
+  cr_expect(run_exists(p), "%s missing", p);
+  snprintf(p, sizeof p, "%s/report.md", m);
+  char *summary = run_slurp(p);
+  cr_expect(strstr(summary, "| host | " OTHER_FP " (other-node) |") &&
+                strstr(summary, "(here: "),
+            "%s", summary);
+  free(summary);
+
+  /* without that type's profile its cases are not planned */
+  snprintf(p, sizeof p, "%s/host/profile-" OTHER_FP "-quick.json", m);
+  cr_assert_eq(unlink(p), 0);
+  r = evaluate(m, NULL);
+  cr_expect_eq(r.code, 2, "%s", r.out);
+  cr_expect(strstr(r.err, "measured on machine type " OTHER_FP) &&
+                strstr(r.err, "is missing"),
+            "%s", r.err);
+  run_free(&r);
+}
+
+Test(evaluate, another_machine_types_folder_reports_without_calibrating) {
+  char s0[600], s1[600], cache[700];
+  shards_of_two_machine_types(s0, s1);
+  snprintf(cache, sizeof cache, "%s", run_tmp("empty-cache"));
+  /* no --profile and an empty cache: calibrating would show */
+  run_result r = RUN("evaluate", "--quick", "--cases", CASES, "--isa", "host",
+                     "--shard", "1/2", "--cache-dir", cache, "--out", s1);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "measured on machine type " OTHER_FP) &&
+                strstr(r.out, "cases, 0 measured now"),
+            "%s", r.out);
+  cr_expect(!strstr(r.out, "calibrate "), "%s", r.out);
+  cr_expect(!run_exists(cache), "the cache was made: %s", cache);
+  run_free(&r);
+}
+
 Test(evaluate, bad_options_exit_2_naming_the_option) {
   const char *prof = default_profile();
   struct {
@@ -220,6 +355,8 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
       {{"--isa", "avx2,host", "--profile", prof}, "--profile"},
       {{"--cases", "/nonexistent/cases.json"}, "/nonexistent/cases.json"},
       {{"--bogus"}, "--bogus"},
+      {{"--cache-dir", ""}, "--cache-dir: expected a folder"},
+      {{"--cache-dir"}, "--cache-dir needs a value"},
       {{"--isa", "avx2", "--cross", "none", "--profile", prof},
        "not x86-64-v3"},
   };

@@ -200,7 +200,8 @@ Test(report, report_has_every_table_and_names_the_mispredicting_term) {
   char *md = slurp(tmp_path("report.md"));
   const char *want[] = {"## Setup",
                         "ISA target: avx2",
-                        "quick, fingerprint 0123456789abcdef",
+                        "fingerprint 0123456789abcdef",
+                        "- profile: quick",
                         "cases: 4 (4 measured): 2 operator, 2 shape",
                         "(cached profile)",
                         "## Targets",
@@ -785,6 +786,95 @@ Test(report, merge_keeps_incomplete_cases_and_skips_a_cut_line) {
   cr_expect_eq(back.n, 6);
   lm_records_free(&back);
   lm_records_free(&part);
+  lm_eval_run_free(&run);
+}
+
+/* Records rewritten to another fingerprint or ISA stand for a shard on
+ * another machine type (one machine cannot make two fingerprints). */
+static void retag(lm_records *rs, const char *fp, const char *isa) {
+  for (int i = 0; i < rs->n; i++) {
+    if (fp) {
+      free(rs->r[i].fingerprint);
+      rs->r[i].fingerprint = strdup(fp);
+    }
+    if (isa) {
+      free(rs->r[i].isa);
+      rs->r[i].isa = strdup(isa);
+    }
+  }
+}
+
+Test(report, merge_refuses_records_of_two_isa_targets) {
+  lm_eval_run run;
+  build_run(&run, 0);
+  lm_records a, b;
+  run_records(&run, 0, 1, &a);
+  run_records(&run, 1, 2, &b);
+  retag(&b, NULL, "x86-64-v3");
+  lm_error err = {0};
+  cr_assert_eq(lm_records_write(tmp_path("a.jsonl"), &a, &err), LM_OK);
+  cr_assert_eq(lm_records_write(tmp_path("b.jsonl"), &b, &err), LM_OK);
+  const char *args[] = {"merge",       "--allow-mixed",     "-o",
+                        tmp_path("m"), tmp_path("a.jsonl"), tmp_path("b.jsonl"),
+                        NULL};
+  run_result r = run_cli(args);
+  cr_expect_eq(r.code, 2, "%s", r.out);
+  cr_expect(strstr(r.err, "records of two ISA targets") &&
+                strstr(r.err, "x86-64-v3"),
+            "%s", r.err);
+  cr_expect(access(tmp_path("m/records.jsonl"), F_OK) != 0,
+            "a refused merge wrote its output");
+  lm_records_free(&a);
+  lm_records_free(&b);
+  lm_eval_run_free(&run);
+}
+
+/* A case measured on two machine types is two measurements: with
+ * --allow-mixed both are kept, each rebuilt as a case of its type; a case
+ * measured twice on one type keeps one file's records. */
+Test(report, a_case_measured_on_two_machine_types_is_kept_for_each) {
+  lm_eval_run run;
+  build_run(&run, 0);
+  lm_records a, b, c;
+  run_records(&run, 0, 1, &a);
+  run_records(&run, 0, 1, &b); /* the same case again, on another type */
+  run_records(&run, 0, 1, &c); /* and again on the first type */
+  retag(&b, "00000000000000bb", NULL);
+  lm_error err = {0};
+  cr_assert_eq(lm_records_write(tmp_path("a.jsonl"), &a, &err), LM_OK);
+  cr_assert_eq(lm_records_write(tmp_path("b.jsonl"), &b, &err), LM_OK);
+  cr_assert_eq(lm_records_write(tmp_path("c.jsonl"), &c, &err), LM_OK);
+  const char *args[] = {"merge",
+                        "--allow-mixed",
+                        "-o",
+                        tmp_path("m"),
+                        tmp_path("a.jsonl"),
+                        tmp_path("b.jsonl"),
+                        tmp_path("c.jsonl"),
+                        NULL};
+  run_result r = run_cli(args);
+  cr_assert_eq(r.code, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "2 complete cases"), "%s", r.out);
+  cr_expect(strstr(r.out, "machine type 00000000000000bb:"), "%s", r.out);
+  lm_records back;
+  cr_assert_eq(lm_records_read(tmp_path("m/records.jsonl"), &back, &err),
+               LM_OK);
+  cr_expect_eq(back.n, 2 * a.n, "one copy per machine type");
+  lm_eval_case *cs = NULL;
+  int n = 0;
+  cr_assert_eq(lm_eval_cases_from_records(&back, &cs, &n, NULL, &err), LM_OK,
+               "%s", err.msg);
+  cr_assert_eq(n, 2);
+  cr_expect_str_eq(cs[0].id, cs[1].id);
+  cr_assert(cs[0].fingerprint && cs[1].fingerprint);
+  cr_expect_str_neq(cs[0].fingerprint, cs[1].fingerprint);
+  for (int i = 0; i < n; i++)
+    lm_eval_case_free(&cs[i]);
+  free(cs);
+  lm_records_free(&back);
+  lm_records_free(&a);
+  lm_records_free(&b);
+  lm_records_free(&c);
   lm_eval_run_free(&run);
 }
 

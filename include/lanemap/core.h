@@ -97,6 +97,10 @@ lm_status lm_file_check_writable(const char *path, lm_error *err);
  * re-entrant within a process.  lm_file_unlock(*lock) releases it. */
 lm_status lm_file_lock(const char *path, int *lock, lm_error *err);
 void lm_file_unlock(int lock);
+/* mkdir -p: the folder dir and any missing parents (0777 less the umask).
+ * An existing folder is fine; a path through a file is LM_ESYS naming dir
+ * and the reason. */
+lm_status lm_file_make_dirs(const char *dir, lm_error *err);
 /* The most any input file may hold (kernel sources, plans hashed by
  * dispatch, ...): far beyond real inputs, and refused as itself rather
  * than read until memory runs out (`check /dev/zero`). */

@@ -141,6 +141,11 @@ typedef struct lm_eval_case {
   char *extra; /* NULL or "H=33,..." */
   char *isa;   /* ISA target the variants were compiled for */
   char *protocol; /* how it is measured: "seed=1 samples=5 ...", or NULL */
+  /* The machine that measured it, from its records: its fingerprint hash
+   * (its machine type) and host name; NULL when unknown (older records,
+   * or not measured yet). */
+  char *fingerprint;
+  char *node;
   int nvariants;
   lm_eval_variant *v;
   /* Filled by lm_eval_case_score from v and the policy choices: */
@@ -190,7 +195,8 @@ typedef struct lm_eval_run {
   int nterms;
   char **term_names;       /* [nterms] names of the breakdown terms */
   char *isa;               /* ISA target evaluated */
-  char *fingerprint;       /* calibrated profile's fingerprint hash */
+  char *fingerprint;       /* the measuring machine's fingerprint hash */
+  char *node;              /* the measuring machine's host name, or NULL */
   char *profile_mode;      /* "quick" or "full" */
   char *cross_isa;         /* ISA whose profile gave pred_cross; NULL = none */
   double calibrate_s;      /* wall time of each stage, s (0 = cached) */
@@ -261,7 +267,8 @@ void lm_eval_run_free(lm_eval_run *run);
 
 /* The records of case c (one per variant, in variant order); *out is
  * malloc'ed, each record to be freed with lm_record_free.  fingerprint
- * NULL: run->fingerprint.  Fields added in extra: case, split,
+ * NULL: run->fingerprint.  Fields added in extra: case, split, node
+ * (run->node, when set),
  * case_variant (index), case_variants, pred_cross, pred_default,
  * pred_roofline (s), spread, terms_ns (run->term_names -> ns), and, each
  * optional, confirmed and confirmed_times (s), contended (true), noise
@@ -274,8 +281,11 @@ lm_status lm_eval_case_records(lm_keep const lm_eval_case *c,
  * reads as unconfirmed, uncontended, attempts 0: verdict unknown; a bad
  * one is LM_EINPUT naming the record): a case is complete when it has as many
  * records as its "case_variants" field says; incomplete cases are dropped
- * and counted in *incomplete.  Records repeated across files (merging
- * overlapping shards) are deduplicated by (case id, variant). Cases come
+ * and counted in *incomplete.  A case is one measurement on one machine
+ * type: records of one case id and two fingerprints are two cases, each
+ * with its fingerprint and node (the first record's).  Records repeated
+ * across files (merging overlapping shards) are deduplicated by (case id,
+ * fingerprint, variant). Cases come
  * out in order of first appearance, their variants in case_variant order;
  * choices are not set (the harness recomputes them).  Records without a
  * "case" field are ignored.  Each variant's terms follow the order of the
@@ -532,9 +542,17 @@ typedef struct lm_evaluate_options {
  * full protocol, no shard (0 of 1), seed 1, no callbacks. */
 void lm_evaluate_options_defaults(lm_evaluate_options *o);
 
-/* What one target's evaluation found. */
+/* What one target's evaluation found: one ISA target on one machine
+ * type.  Records of other machine types in OUT/ISA make a target of their
+ * own each (foreign 1), resumed and never measured here, planned with the
+ * profile bundled for that type (lm_eval_bundle_path). */
 typedef struct lm_evaluate_target {
   lm_isa isa;
+  char fingerprint[17]; /* the machine type */
+  char node[64];        /* its nodes seen, comma-separated (cut) */
+  int foreign;          /* 1: another machine type's measurements */
+  char dir[96];         /* its folder under OUT: "x86-64-v4", or
+                           "x86-64-v4/machine-<fingerprint>" */
   int ncases;       /* cases evaluated */
   int measured;     /* of them measured by this call; the rest resumed */
   int failures;     /* variants that failed the oracle check, all cases */
@@ -558,9 +576,12 @@ typedef struct lm_evaluate_target {
   int bias_n;
 } lm_evaluate_target;
 
+/* Targets of one call: each ISA target on each machine type. */
+#define LM_EVALUATE_MAX_TARGETS 32
+
 typedef struct lm_evaluate_result {
   int ntargets;
-  lm_evaluate_target target[LM_EVALUATE_MAX_ISAS];
+  lm_evaluate_target target[LM_EVALUATE_MAX_TARGETS];
   int failures; /* over every target */
   int noisy;     /* cases still noisy after re-measuring, every target */
   int contended; /* cases whose plan pick was contended, every target */
@@ -573,9 +594,19 @@ typedef struct lm_evaluate_result {
   double total_s;
 } lm_evaluate_result;
 
+/* Where target folder OUT/ISA bundles the profile that planned machine
+ * type fp's cases in protocol mode ("quick" or "full"):
+ * OUT/ISA/profile-<fp>-<mode>.json.  `evaluate` writes this machine's;
+ * `merge` copies the shards'.  LM_EINPUT for a fingerprint that is not 16
+ * hex digits or a path longer than n. */
+lm_status lm_eval_bundle_path(const char *out, const char *isa,
+                              const char *fp, const char *mode, char *buf,
+                              size_t n, lm_error *err);
+
 /* Run the evaluation o describes.  Writes OUT/report.md (one line per
  * target), and per target OUT/ISA/ report.md, records.jsonl, workload.json,
- * plan.json, plan-<policy>.json and the plots.  Variants that fail the
+ * plan.json, plan-<policy>.json, the plots and the profile bundle
+ * (OUT/ISA/machine-<fp>/ for another machine type's report and plans).  Variants that fail the
  * oracle check are counted in out->failures and are not an error: the call
  * failed only when it returns something other than LM_OK.  LM_EINPUT for
  * bad options, cases or profiles, LM_ESYS when a file cannot be written. */
