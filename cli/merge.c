@@ -249,6 +249,11 @@ static int copy_profiles(char **inputs, int ninputs, const char *out_dir,
   lm_strset *written = lm_strset_new(); /* file names copied by this call */
   if (!written)
     return LM_ESYS;
+  int folders = 0; /* inputs that are folders, which bundle profiles */
+  for (int f = 0; f < ninputs; f++) {
+    struct stat sb;
+    folders += stat(inputs[f], &sb) == 0 && S_ISDIR(sb.st_mode);
+  }
   for (int k = 0; k < nm; k++) {
     int copied = 0;
     for (int f = 0; f < ninputs && *m[k].fp; f++) {
@@ -297,7 +302,7 @@ static int copy_profiles(char **inputs, int ninputs, const char *out_dir,
       }
       globfree(&g);
     }
-    if (!copied && nm > 1)
+    if (!copied && folders)
       fprintf(stderr,
               "lanemap merge: no profile bundled for machine type %s (nodes "
               "%s): evaluate on %s refuses to plan its cases until one is "
@@ -458,6 +463,9 @@ int cmd_merge(int argc, char **argv) {
     }
   }
   all.n = kept;
+  free(types); /* count the types of the records kept */
+  if ((rc = machine_types(&all, 1, &types, &ntypes)) != LM_OK)
+    goto done;
 
   lm_eval_case *cases = NULL;
   int ncases = 0, incomplete = 0;

@@ -6,9 +6,10 @@
 #   scripts/slurm-local.sh stop DIR    stop them, and any job still running
 #   scripts/slurm-local.sh status DIR  exit 0 when the node is idle
 #
-# Everything lives in DIR: a generated munge key and slurm.conf (one node,
-# this machine's CPUs, one partition "lanemap"), the daemons' state, logs
-# and pid files.  The daemons run in the foreground (-F, -D) as background
+# Everything lives in DIR but munged's socket (a folder of its own under
+# /tmp, which munged accepts wherever DIR is): a generated munge key and
+# slurm.conf (one node, this machine's CPUs, one partition "lanemap"), the
+# daemons' state, logs and pid files.  The daemons run in the foreground (-F, -D) as background
 # jobs of this script, as a container without systemd needs; their pids
 # are kept in DIR/pids so that `stop` (and a later `start`, which first
 # stops what an interrupted run left) finds them.  Clients reach the
@@ -71,6 +72,10 @@ stop() {
     fi
   done
   rm -f "$dir/pids"
+  if [ -f "$dir/munge.dir" ]; then
+    rm -rf "$(cat "$dir/munge.dir")"
+    rm -f "$dir/munge.dir"
+  fi
 }
 
 node_state() {
@@ -96,11 +101,17 @@ start() {
   stop # what an interrupted run left
   rm -rf "$dir/state" "$dir/spool" "$dir/log"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log"
-  # munged refuses a socket folder others cannot enter, and a key others
-  # can read
-  chmod 755 "$dir"
+  # munged refuses a key others can read, and a socket in a folder that
+  # not everyone can reach (DIR may sit under a private home): the socket
+  # goes to a folder of its own under /tmp, named in DIR/munge.dir; UNIX
+  # socket paths are also limited to 107 bytes
   head -c 1024 /dev/urandom >"$dir/munge.key"
   chmod 600 "$dir/munge.key"
+  local sockdir
+  sockdir=$(mktemp -d /tmp/lanemap-munge.XXXXXX)
+  chmod 755 "$sockdir"
+  echo "$sockdir" >"$dir/munge.dir"
+  socket=$sockdir/munge.socket
 
   local ctld=16817
   while port_busy "$ctld" || port_busy $((ctld + 1)); do
@@ -116,7 +127,7 @@ SlurmctldHost=$node(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge.socket
+AuthInfo=socket=$socket
 CredType=cred/munge
 SlurmctldPort=$ctld
 SlurmdPort=$((ctld + 1))
@@ -142,16 +153,16 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=lanemap Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
   : >"$dir/pids"
-  munged -F --socket="$dir/munge.socket" --key-file="$dir/munge.key" \
+  munged -F --socket="$socket" --key-file="$dir/munge.key" \
     --pid-file="$dir/munged.pid" --seed-file="$dir/munged.seed" \
     --log-file="$dir/log/munged.log" >"$dir/log/munged.out" 2>&1 &
   echo "munged $!" >>"$dir/pids"
   for _ in $(seq 50); do
-    [ -S "$dir/munge.socket" ] && break
+    [ -S "$socket" ] && break
     sleep 0.1
   done
-  if ! munge -S "$dir/munge.socket" -n 2>/dev/null |
-    unmunge -S "$dir/munge.socket" >/dev/null 2>&1; then
+  if ! munge -S "$socket" -n 2>/dev/null |
+    unmunge -S "$socket" >/dev/null 2>&1; then
     logs
     stop
     die "munged did not start (its log is above)"
