@@ -34,6 +34,8 @@ static const cli_command commands[] = {
     {"predict", "predict and rank variants, with --explain per term",
      cmd_predict},
     {"solve", "choose variants and a dispatch per shape for a workload", cmd_solve},
+    {"tune", "measure the model's top variants per bucket, then plan on them",
+     cmd_tune},
     {"compile", "compile a plan: JIT every planned variant, or --aot DIR", cmd_compile},
     {"merge", "merge the records of shards into one records.jsonl", cmd_merge},
     {"records", "import hyperfine/TVM measurements, keep the best per shape", cmd_records},

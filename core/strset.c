@@ -55,21 +55,31 @@ static int grow_slots(lm_strset *s) {
   return 1;
 }
 
-lm_status lm_strset_add(lm_strset *s, const void *key, size_t len,
-                        int64_t value, int64_t *prior) {
-  *prior = -1;
-  uint64_t h = lm_fnv1a(LM_FNV1A_INIT, key, len);
+/* The value of key, or -1. */
+static int64_t find(const lm_strset *s, const void *key, size_t len,
+                    uint64_t h) {
   if (s->nslot) {
     for (size_t i = (size_t)h & (s->nslot - 1); s->slot[i] >= 0;
          i = (i + 1) & (s->nslot - 1)) {
       const Entry *e = &s->e[s->slot[i]];
       if (e->hash == h && e->len == len &&
-          memcmp(s->keys + e->off, key, len) == 0) {
-        *prior = e->value;
-        return LM_OK;
-      }
+          memcmp(s->keys + e->off, key, len) == 0)
+        return e->value;
     }
   }
+  return -1;
+}
+
+int64_t lm_strset_get_str(const lm_strset *s, const char *key) {
+  size_t len = strlen(key);
+  return find(s, key, len, lm_fnv1a(LM_FNV1A_INIT, key, len));
+}
+
+lm_status lm_strset_add(lm_strset *s, const void *key, size_t len,
+                        int64_t value, int64_t *prior) {
+  uint64_t h = lm_fnv1a(LM_FNV1A_INIT, key, len);
+  if ((*prior = find(s, key, len, h)) >= 0)
+    return LM_OK;
   if (s->n >= INT32_MAX)
     return LM_ESYS;
   if (2 * (s->n + 1) > s->nslot && !grow_slots(s))

@@ -42,6 +42,47 @@ static void sort_by_preference(const double *prior, int *set, int n) {
   }
 }
 
+/* The point best of bucket b (row point[0..nv)), -1 when none is finite. */
+static int point_best(const double *point, int nv) {
+  int best = -1;
+  for (int v = 0; v < nv; v++)
+    if (isfinite(point[v]) && (best < 0 || point[v] < point[best]))
+      best = v;
+  return best;
+}
+
+/* The rule: v is a near tie of best in bucket b when, in a share >= alpha
+ * of the resamples j >= 1 of cost[nsc][nb][nv], it is at least as fast
+ * (paired).  best is one of its own. */
+static int near_tie(const double *cost, int nb, int nsc, int nv, int b, int v,
+                    int best, double alpha) {
+  if (v == best)
+    return 1;
+  int wins = 0, pairs = 0;
+  for (int j = 1; j < nsc; j++) {
+    const double *c = cost + ((size_t)j * nb + b) * nv;
+    if (isfinite(c[v]) && isfinite(c[best])) {
+      pairs++;
+      wins += c[v] <= c[best];
+    }
+  }
+  return pairs > 0 && wins >= alpha * pairs;
+}
+
+bool lm_plan_problem_near_tie(const lm_plan_problem *pp, int ki, int s, int v,
+                              double alpha) {
+  const lm_plan_pkernel *pk = &pp->pk[ki];
+  int nb = pp->k[ki].nbuckets, nv = pk->nvariants;
+  const double *point =
+      (pk->point ? pk->point : pk->cost) + (size_t)s * (size_t)nv;
+  int best = point_best(point, nv);
+  if (best < 0 || !isfinite(point[v]))
+    return false;
+  /* settled: one scenario left, and no resample says anything */
+  int nsc = pk->point ? 1 : pp->p.nscenarios;
+  return near_tie(pk->cost, nb, nsc, nv, s, v, best, alpha);
+}
+
 /* Settle one bucket b of kernel pk with nsc scenarios; returns the number
  * of indistinguishable variants, and *moved whether the preferred one is
  * not the point best. */
@@ -49,28 +90,15 @@ static int settle_bucket(lm_plan_pkernel *pk, int nb, int nsc, int b,
                          double alpha, int *set, int *moved) {
   int nv = pk->nvariants;
   const double *point = pk->point + (size_t)b * nv;
-  int best = -1;
-  for (int v = 0; v < nv; v++)
-    if (isfinite(point[v]) && (best < 0 || point[v] < point[best]))
-      best = v;
+  int best = point_best(point, nv);
   *moved = 0;
   if (best < 0)
     return 0;
   int n = 0;
-  for (int v = 0; v < nv; v++) {
-    if (!isfinite(point[v]))
-      continue;
-    int wins = 0, pairs = 0;
-    for (int j = 1; j < nsc && v != best; j++) {
-      const double *c = pk->cost + ((size_t)j * nb + b) * nv;
-      if (isfinite(c[v]) && isfinite(c[best])) {
-        pairs++;
-        wins += c[v] <= c[best];
-      }
-    }
-    if (v == best || (pairs > 0 && wins >= alpha * pairs))
+  for (int v = 0; v < nv; v++)
+    if (isfinite(point[v]) &&
+        near_tie(pk->cost, nb, nsc, nv, b, v, best, alpha))
       set[n++] = v;
-  }
   sort_by_preference(pk->prior + (size_t)b * nv, set, n);
   double *c0 = pk->cost + (size_t)b * nv;
   for (int r = 0; r < n; r++)

@@ -298,7 +298,7 @@ Test(bad_input, workloads_with_a_non_finite_weight_or_bad_json_exit_2) {
 
 Test(bad_input, every_command_rejects_an_unknown_option_with_exit_2_and_its_usage) {
   const char *cmds[] = {"check", "oracle", "run",   "emit",  "bench",   "predict",
-                        "calibrate", "solve", "compile", "merge", "evaluate"};
+                        "calibrate", "solve", "tune", "compile", "merge", "evaluate"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     Run r = RUN(cmds[i], "--frobnicate");
     cr_expect_eq(r.code, 2, "%s: exit %d", cmds[i], r.code);

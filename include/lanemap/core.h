@@ -138,6 +138,8 @@ lm_status lm_strset_add(lm_keep lm_strset *s, const void *key, size_t len,
                         int64_t value, int64_t *prior);
 lm_status lm_strset_add_str(lm_keep lm_strset *s, const char *key,
                             int64_t value, int64_t *prior);
+/* The value key was added with, -1 when it is not in the set. */
+int64_t lm_strset_get_str(lm_keep const lm_strset *s, const char *key);
 
 #ifdef __cplusplus
 }

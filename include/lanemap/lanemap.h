@@ -36,6 +36,7 @@
 #include "lanemap/workload.h"
 #include "lanemap/plan.h"
 #include "lanemap/dispatch.h"
+#include "lanemap/tune.h"
 
 #include "lanemap/records.h"
 #include "lanemap/cases.h"

@@ -91,6 +91,14 @@ void lm_plan_problem_free(lm_plan_problem *pp);
 #define LM_SETTLE_STEP 1e-4
 lm_status lm_plan_problem_settle(lm_plan_problem *pp, double alpha,
                                  lm_error *err);
+/* The rule alone, on a problem built with settle and not yet settled: is
+ * variant v of kernel ki indistinguishable from the point best of solver
+ * bucket s (pp->pk[ki].order maps it to the workload's)?  The point best
+ * is; a variant that cannot run there is not; after settling, or without
+ * bootstrap resamples, only the point best is.  lm_tune measures these
+ * beside the model's top K (lanemap/tune.h). */
+bool lm_plan_problem_near_tie(lm_keep const lm_plan_problem *pp, int ki, int s,
+                              int v, double alpha);
 
 /* ---- plans --------------------------------------------------------------- */
 
