@@ -246,7 +246,7 @@ static void shards_of_two_machine_types(char s0[600], char s1[600]) {
   cr_assert_eq(lm_fingerprint_host(&fp, &err), LM_OK, "%s", err.msg);
   char node[256] = "";
   gethostname(node, sizeof node - 1);
-  char path[700], from[64], to[64], bundle[700], moved[700];
+  char path[700], from[300], to[64], bundle[700], moved[700];
   snprintf(path, sizeof path, "%s/host/records.jsonl", s1);
   snprintf(from, sizeof from, "\"fingerprint\":\"%s\"", fp.hash);
   char *text = run_slurp(path);
