@@ -278,6 +278,16 @@ lm_status lm_eval_case_score(lm_eval_case *c, lm_error *err) {
         t = c->v[rk[j].i].measured;
     c->t_top[b] = t;
     c->t_rand[b] = lm_expected_min(meas, m, lm_autotune_budget[b]);
+    /* tune-k: the top k and every near tie of the model's best */
+    double tt = t;
+    int n = k;
+    for (int j = k; j < m; j++)
+      if (c->v[rk[j].i].near_tie) {
+        n++;
+        tt = fmin(tt, c->v[rk[j].i].measured);
+      }
+    c->t_tune[b] = tt;
+    c->n_tune[b] = n;
   }
 done:
   free(meas);

@@ -147,6 +147,22 @@ static lm_status price(const lm_eval_run *run, const lm_eval_plans *pl,
   return LM_OK;
 }
 
+/* The variants the calibrated model cannot tell from its best in each
+ * case's bucket: what tune-k measures beside the top k. */
+static void mark_near_ties(lm_eval_run *run, const lm_eval_plans *pl,
+                           const lm_plan_problem *pp) {
+  for (int i = 0; i < run->ncases; i++) {
+    lm_eval_case *c = &run->cases[i];
+    const lm_plan_pkernel *pk = &pp->pk[pl->kernel[i]];
+    int s = 0; /* the bucket's place in solver order */
+    while (pk->order[s] != pl->bucket[i])
+      s++;
+    for (int v = 0; v < c->nvariants; v++)
+      c->v[v].near_tie = lm_plan_problem_near_tie(pp, pl->kernel[i], s, v,
+                                                  LM_SETTLE_ALPHA);
+  }
+}
+
 /* Each case takes the variant its bucket runs in plan. */
 static lm_status take_choices(lm_eval_run *run, const lm_eval_plans *pl,
                               lm_policy p, lm_error *err) {
@@ -179,6 +195,8 @@ static lm_status solve(const lm_eval_opts *o, lm_eval_run *run,
   lm_status st = lm_plan_problem_build(pl->workload, &prof, &bo, &pp, err);
   if (st == LM_OK)
     st = price(run, pl, p, &pp, err);
+  if (st == LM_OK && p == LM_POLICY_PLAN)
+    mark_near_ties(run, pl, &pp);
   if (st == LM_OK)
     st = lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, err);
   if (st == LM_OK)

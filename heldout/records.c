@@ -428,7 +428,7 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
       c->t_policy[p] = NAN;
     }
     for (int b = 0; b < LM_AUTOTUNE_BUDGETS; b++)
-      c->t_top[b] = c->t_rand[b] = NAN;
+      c->t_top[b] = c->t_rand[b] = c->t_tune[b] = NAN;
     if (!ok || !(c->v = calloc((size_t)c->nvariants, sizeof *c->v))) {
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto error;

@@ -166,10 +166,11 @@ static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
   double *tb = malloc((size_t)(n > 0 ? n : 1) * sizeof *tb);
   double *tt = malloc((size_t)(n > 0 ? n : 1) * sizeof *tt);
   double *tr = malloc((size_t)(n > 0 ? n : 1) * sizeof *tr);
+  double *tu = malloc((size_t)(n > 0 ? n : 1) * sizeof *tu);
   double *meas = NULL;
   lm_status st = LM_OK;
-  char a[32], b[32];
-  if (!tb || !tt || !tr) {
+  char a[32], b[32], c3[32], c4[32];
+  if (!tb || !tt || !tr || !tu) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
@@ -177,38 +178,53 @@ static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
              "An autotuner with a budget of k measurements either measures "
              "the k variants the calibrated model ranks first (model top-k) "
              "or k variants drawn at random (random-k, its exact "
-             "expectation), and keeps the fastest it measured.  Both are "
+             "expectation), and keeps the fastest it measured.  tune-k is "
+             "what `lanemap tune` measures: the model's top k and every "
+             "variant the bootstrap cannot tell from its best (near ties); "
+             "variants is how many that is per case, on average, and ms "
+             "their timing at this run's screening protocol.  All are "
              "read from the screening round, against its best.\n\n"
-             "| k | model top-k score | geomean | within 3%% | random-k score "
-             "| geomean | within 3%% |\n"
-             "|---:|---:|---:|---:|---:|---:|---:|\n");
+             "| k | model top-k score | geomean | within 3%% | tune-k geomean "
+             "| max | variants | ms | random-k score | geomean | within 3%% "
+             "|\n"
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   double top1 = NAN;
   for (int k = 0; k < LM_AUTOTUNE_BUDGETS; k++) {
     int m = 0;
+    double nvar = 0;
     for (int i = 0; i < n; i++) {
       const lm_eval_case *c = &run->cases[i];
       if (!isfinite(c->t_screen) || !isfinite(c->t_top[k]) ||
-          !isfinite(c->t_rand[k]))
+          !isfinite(c->t_rand[k]) || !isfinite(c->t_tune[k]))
         continue;
       tb[m] = c->t_screen;
       tt[m] = c->t_top[k];
       tr[m] = c->t_rand[k];
+      tu[m] = c->t_tune[k];
+      nvar += c->n_tune[k];
       m++;
     }
-    lm_regret_stats st_t, st_r;
+    lm_regret_stats st_t, st_r, st_u;
     if ((st = lm_regret_stats_compute(tb, tt, m, LM_REGRET_TIE, &st_t, err)) !=
             LM_OK ||
         (st = lm_regret_stats_compute(tb, tr, m, LM_REGRET_TIE, &st_r, err)) !=
+            LM_OK ||
+        (st = lm_regret_stats_compute(tb, tu, m, LM_REGRET_TIE, &st_u, err)) !=
             LM_OK)
       goto done;
     if (m == 0)
       break;
     if (k == 0)
       top1 = st_t.geomean;
-    fprintf(f, "| %d | %.3f | %s | %.0f%% | %.3f | %s | %.0f%% |\n",
+    double per = m ? nvar / m : NAN; /* variants per case */
+    fprintf(f,
+            "| %d | %.3f | %s | %.0f%% | %s | %s | %.1f | %.0f | %.3f | %s | "
+            "%.0f%% |\n",
             lm_autotune_budget[k], st_t.score, fmt_pct(st_t.geomean, a),
-            100 * st_t.within, st_r.score, fmt_pct(st_r.geomean, b),
-            100 * st_r.within);
+            100 * st_t.within, fmt_pct(st_u.geomean, c3),
+            fmt_pct(st_u.max, c4), per,
+            per * run->protocol.samples * run->protocol.sample_ms,
+            st_r.score, fmt_pct(st_r.geomean, b), 100 * st_r.within);
   }
   fprintf(f, "\n");
   if (!isfinite(top1))
@@ -258,6 +274,7 @@ done:
   free(tb);
   free(tt);
   free(tr);
+  free(tu);
   free(meas);
   return st;
 }

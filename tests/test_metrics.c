@@ -225,6 +225,33 @@ Test(metrics, case_score_fills_every_field) {
   }
 }
 
+/* tune-k measures the top k and every near tie of the model's best: the
+ * fastest variant, ranked last by the model, is found at k = 1 when the
+ * bootstrap cannot tell it from the best, and counted in n_tune. */
+Test(metrics, tune_k_adds_the_near_ties_to_the_top_k) {
+  /* model order among verified: 50 (10), 40 (20), 60 (30), 30 (40) */
+  lm_eval_variant v[] = {mkvar(50, 1, 10), mkvar(40, 1, 20), mkvar(NAN, 0, 5),
+                         mkvar(30, 1, 40), mkvar(60, 1, 30)};
+  v[0].near_tie = 1; /* the point best is always one of its ties */
+  v[3].near_tie = 1;
+  lm_eval_case c;
+  init_case(&c, v, 5);
+  lm_error err = {0};
+  cr_assert_eq(lm_eval_case_score(&c, &err), LM_OK, "%s", err.msg);
+  double tune[] = {30, 30, 30, 30, 30, 30};
+  int n[] = {2, 3, 4, 4, 4, 4}; /* k (clamped to 4 timed) plus the tie */
+  for (int b = 0; b < LM_AUTOTUNE_BUDGETS; b++) {
+    expect_near(c.t_tune[b], tune[b], "t_tune");
+    cr_expect_eq(c.n_tune[b], n[b], "n_tune[%d]", b);
+  }
+  /* without ties tune-k is the top k */
+  for (int i = 0; i < 5; i++)
+    v[i].near_tie = 0;
+  cr_assert_eq(lm_eval_case_score(&c, &err), LM_OK, "%s", err.msg);
+  for (int b = 0; b < LM_AUTOTUNE_BUDGETS; b++)
+    expect_near(c.t_tune[b], c.t_top[b], "t_tune without ties");
+}
+
 Test(metrics, case_score_rejects_a_case_with_nothing_measured) {
   lm_eval_variant v[] = {mkvar(NAN, 0, 1), mkvar(NAN, -1, 2)};
   lm_eval_case c;

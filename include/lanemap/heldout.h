@@ -126,6 +126,10 @@ typedef struct lm_eval_variant {
    * workers (lm_noise_free_cpus); it is neither a case's best nor a pick
    * that counts. */
   int contended;
+  /* 1: the calibrated model cannot tell it from its best in the case's
+   * bucket (lm_plan_problem_near_tie, set when the plan is solved): a
+   * variant `lanemap tune` measures beside the model's top K. */
+  int near_tie;
 } lm_eval_variant;
 
 /* Number of measured-autotuning budgets reported, and the budgets. */
@@ -158,6 +162,10 @@ typedef struct lm_eval_case {
    * calibrated model ranks first, and the expectation for k random ones. */
   double t_top[LM_AUTOTUNE_BUDGETS];
   double t_rand[LM_AUTOTUNE_BUDGETS];
+  /* tune-k, what lm_tune measures: the best measured time among the
+   * model's top k and its near ties, and how many variants that is. */
+  double t_tune[LM_AUTOTUNE_BUDGETS];
+  int n_tune[LM_AUTOTUNE_BUDGETS];
   /* The plan's pick launched through the plan's dispatch
    * (lm_dispatch_launch), timed in the same rounds as the variants: its p50
    * in ns and the median over rounds of its time over the pick's own.  NAN
