@@ -203,15 +203,6 @@ static lm_status judge_families(const Run *runs, int n,
   return LM_OK;
 }
 
-/* Interference in the whole comparison or in one family's own measures
- * (a spread alone leaves the timing usable: lm_profile_noisy). */
-static int verdict_noisy(const Verdict *v) {
-  int any = v->noise.noisy;
-  for (int i = 0; i < v->nfam && !any; i++)
-    any = (v->fam[i].reasons & LM_NOISE_INTERFERENCE) != 0;
-  return any;
-}
-
 /* Time every (benchmark, size) interleaved, and judge the noise. */
 static lm_status measure(Run *runs, int n, const lm_calib_opts *o, int samples,
                          double sample_ms, Verdict *v, lm_error *err) {
@@ -597,7 +588,10 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
    * costs a second or two, a busy machine is still flagged */
   for (int a = 0; s == LM_OK && a <= LM_CALIB_REMEASURE; a++) {
     s = measure(runs, n, o, samples, sample_ms, &verdict, err);
-    if (s != LM_OK || !verdict_noisy(&verdict))
+    /* interference in the whole comparison or a family's own measures (a
+     * spread alone leaves the timing usable) */
+    if (s != LM_OK ||
+        !lm_noise_families_noisy(&verdict.noise, verdict.fam, verdict.nfam))
       break;
   }
   progress(o, n + 1, total, "timing");

@@ -150,13 +150,17 @@ const lm_profile_noisy_family *lm_profile_noisy_family_at(const lm_profile *p,
   return i >= 0 && i < p->nnoisy ? &p->noisy[i] : NULL;
 }
 
-bool lm_profile_noisy(const lm_profile *p) {
-  if (!p->has_noise)
-    return false;
-  bool any = p->noise.noisy;
-  for (int i = 0; i < p->nnoisy && !any; i++)
-    any = (p->noisy[i].reasons & LM_NOISE_INTERFERENCE) != 0;
+bool lm_noise_families_noisy(const lm_noise *whole,
+                             const lm_profile_noisy_family *fam, int nfam) {
+  bool any = whole->noisy;
+  for (int i = 0; i < nfam && !any; i++)
+    any = (fam[i].reasons & LM_NOISE_INTERFERENCE) != 0;
   return any;
+}
+
+bool lm_profile_noisy(const lm_profile *p) {
+  return p->has_noise && lm_noise_families_noisy(&p->noise, p->noisy,
+                                                 p->nnoisy);
 }
 
 /* Append to buf[*at..n), keeping it terminated. */

@@ -238,6 +238,10 @@ lm_profile_noisy_family_at(lm_keep const lm_profile *p, int i);
  * measurements.  A family listed for its spread alone is unstable, not
  * noisy: its samples weigh less in the fit, and the profile is used. */
 bool lm_profile_noisy(lm_keep const lm_profile *p);
+/* The same rule on a verdict and its families before they are a profile
+ * (the calibration decides by it whether to time a comparison again). */
+bool lm_noise_families_noisy(const lm_noise *whole,
+                             const lm_profile_noisy_family *fam, int nfam);
 /* The verdict for people, into buf (always terminated); returns buf:
  *   quiet (no verdict recorded)
  *   quiet
