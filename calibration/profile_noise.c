@@ -159,8 +159,8 @@ bool lm_noise_families_noisy(const lm_noise *whole,
 }
 
 bool lm_profile_noisy(const lm_profile *p) {
-  return p->has_noise && lm_noise_families_noisy(&p->noise, p->noisy,
-                                                 p->nnoisy);
+  return p->has_noise &&
+         lm_noise_families_noisy(&p->noise, p->noisy, p->nnoisy);
 }
 
 /* Append to buf[*at..n), keeping it terminated. */
