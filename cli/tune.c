@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/profiles.h"
@@ -17,7 +19,7 @@ static const char usage[] =
     "                    [--records R.jsonl] [--profile P | "
     "--default-profile]\n"
     "                    [--accept-noisy] [--cache-dir D] [--threshold]\n"
-    "                    [--samples N] [--sample-ms MS]\n"
+    "                    [--samples N] [--sample-ms MS] [--json]\n"
     "  Predict every (kernel, bucket, variant); compile, verify against the\n"
     "  FP64 oracle and time side by side the model's top K per bucket and\n"
     "  every variant it cannot tell from its best (near ties); solve on the\n"
@@ -34,6 +36,7 @@ static const char usage[] =
     "  --threshold        dispatch by R thresholds\n"
     "  --samples N        timing rounds per bucket (default 5)\n"
     "  --sample-ms MS     length of one sample (default 10)\n"
+    "  --json             the report as one JSON object on stdout\n"
     "exit codes: 0 plan written, 1 a bucket was timed under interference\n"
     "            (the plan is written), 2 bad input, 3 I/O\n";
 
@@ -55,10 +58,54 @@ static lm_status parse_num(const char *what, const char *text, double lo,
   return LM_OK;
 }
 
+/* The report as one object, schema lanemap.tune/1, for pipelines. */
+static void print_json(const char *file, const char *plan,
+                       const lm_tune_opts *o, const lm_tune_result *r) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "schema", "lanemap.tune/1");
+  cJSON_AddStringToObject(j, "workload", file);
+  cJSON_AddStringToObject(j, "plan", plan);
+  if (o->records)
+    cJSON_AddStringToObject(j, "records", o->records);
+  else
+    cJSON_AddNullToObject(j, "records");
+  cJSON_AddNumberToObject(j, "measure", o->measure);
+  cJSON *b = cJSON_AddObjectToObject(j, "buckets");
+  cJSON_AddNumberToObject(b, "total", r->buckets);
+  cJSON_AddNumberToObject(b, "measured", r->measured_buckets);
+  cJSON_AddNumberToObject(b, "resumed", r->resumed_buckets);
+  cJSON_AddNumberToObject(b, "skipped", r->skipped_buckets);
+  cJSON_AddNumberToObject(b, "noisy", r->noisy_buckets);
+  cJSON *c = cJSON_AddObjectToObject(j, "cells");
+  cJSON_AddNumberToObject(c, "candidates", r->candidates);
+  cJSON_AddNumberToObject(c, "near_ties", r->unsure);
+  cJSON_AddNumberToObject(c, "measured", r->measured);
+  cJSON_AddNumberToObject(c, "resumed", r->resumed);
+  cJSON_AddNumberToObject(c, "failed", r->failed);
+  cJSON *t = cJSON_AddObjectToObject(j, "time_s");
+  cJSON_AddNumberToObject(t, "predict", r->predict_s);
+  cJSON_AddNumberToObject(t, "compile", r->compile_s);
+  cJSON_AddNumberToObject(t, "verify", r->verify_s);
+  cJSON_AddNumberToObject(t, "measure", r->measure_s);
+  cJSON_AddNumberToObject(t, "solve", r->solve_s);
+  cJSON_AddNumberToObject(t, "total", r->total_s);
+  cJSON_AddItemToObject(j, "noise", lm_noise_to_json(&r->noise));
+  int ncomp = 0;
+  for (int k = 0; k < r->plan->nkernels; k++)
+    ncomp += r->plan->kernels[k].nvariants;
+  cJSON_AddNumberToObject(j, "compiled", ncomp);
+  cJSON_AddNumberToObject(j, "objective_ns", r->plan->objective);
+  char *text = cJSON_PrintUnformatted(j);
+  if (text)
+    puts(text);
+  free(text);
+  cJSON_Delete(j);
+}
+
 int cmd_tune(int argc, char **argv) {
   const char *file = NULL, *outp = NULL;
   const char *profpath[LM_ISA__COUNT];
-  int nprof = 0, dflt = 0, accept = 0;
+  int nprof = 0, dflt = 0, accept = 0, json = 0;
   lm_error err = {0};
   lm_tune_opts o;
   lm_tune_defaults(&o);
@@ -108,6 +155,8 @@ int cmd_tune(int argc, char **argv) {
       dflt = r = 1;
     else if (cli_arg_flag(a, "--accept-noisy"))
       accept = r = 1;
+    else if (cli_arg_flag(a, "--json"))
+      json = r = 1;
     else if (cli_arg_flag(a, "--threshold"))
       o.solve.threshold = r = 1;
     else if (a[0] == '-' && a[1])
@@ -160,6 +209,10 @@ int cmd_tune(int argc, char **argv) {
     fprintf(stderr, "lanemap tune: %s\n", err.msg);
     goto done;
   }
+  if (json) {
+    print_json(file, outp, &o, &res);
+    goto verdict;
+  }
   printf("workload %s: %d buckets: %d measured, %d from the records, %d "
          "skipped (time budget)\n",
          file, res.buckets, res.measured_buckets, res.resumed_buckets,
@@ -192,6 +245,7 @@ int cmd_tune(int argc, char **argv) {
          res.noisy_buckets ? "noisy" : "quiet", res.noisy_buckets,
          res.measured_buckets,
          lm_noise_describe(&res.noise, NULL, why, sizeof why));
+verdict:
   if (res.noisy_buckets && !lm_profile_accept_noisy(accept))
     s = LM_EFAIL;
 done:

@@ -14,6 +14,8 @@
 
 #include <math.h>
 
+#include <cjson/cJSON.h>
+
 #include "lanemap/records.h"
 #include "lanemap/tune.h"
 
@@ -136,6 +138,22 @@ Test(tune, a_second_run_resumes_from_the_records_and_plans_the_same) {
   cr_expect_eq(run_count_lines(text, "\"schema\""), a.r.measured,
                "the second run appended nothing");
   free(text);
+  /* without a cap, every bucket runs a variant that was measured there: a
+   * prediction never beats a measurement in its own bucket */
+  lm_records rs;
+  lm_error err = {0};
+  cr_assert_eq(lm_records_read(o.records, &rs, &err), LM_OK, "%s", err.msg);
+  for (int k = 0; k < b.r.plan->nkernels; k++) {
+    const lm_plan_kernel *pk = &b.r.plan->kernels[k];
+    for (int i = 0; i < pk->nbuckets; i++) {
+      const char *v = pk->variants[pk->buckets[i].variant];
+      cr_expect(
+          isfinite(record_median(&rs, pk->buckets[i].R, pk->buckets[i].C, v)),
+          "%s %lldx%lld runs %s, which was not measured", pk->name,
+          (long long)pk->buckets[i].R, (long long)pk->buckets[i].C, v);
+    }
+  }
+  lm_records_free(&rs);
   tuned_free(&a);
   tuned_free(&b);
 }
@@ -188,7 +206,8 @@ Test(tune, a_spent_budget_plans_on_the_predictions_like_solve_point) {
   cr_expect_eq(t.r.measured, 0);
   cr_expect_eq(t.r.skipped_buckets, t.r.buckets);
   cr_assert_not_null(t.r.plan);
-  const char *plan = run_tmp("point.json");
+  char plan[600];
+  snprintf(plan, sizeof plan, "%s", run_tmp("point.json"));
   run_result r =
       RUN("solve", workload(), "--default-profile", "--point", "-o", plan);
   cr_assert_eq(r.code, 0, "%s", r.err);
@@ -255,7 +274,9 @@ Test(tune, without_resamples_only_the_top_k_is_measured) {
 }
 
 Test(tune, the_command_writes_the_plan_and_reports_its_stages) {
-  const char *plan = run_tmp("plan.json"), *rec = run_tmp("r.jsonl");
+  char plan[600], rec[600]; /* run_tmp's buffers rotate: keep copies */
+  snprintf(plan, sizeof plan, "%s", run_tmp("plan.json"));
+  snprintf(rec, sizeof rec, "%s", run_tmp("r.jsonl"));
   run_result r = RUN("tune", workload(), "--default-profile", "-o", plan,
                      "--records", rec, "--samples", "3", "--sample-ms", "1");
   cr_expect(r.code == 0 || r.code == 1, "%s", r.err); /* 1: noisy machine */
@@ -270,10 +291,26 @@ Test(tune, the_command_writes_the_plan_and_reports_its_stages) {
   cr_expect_eq(r.code, 0, "%s", r.err); /* nothing timed: nothing noisy */
   cr_expect(strstr(r.out, "0 measured, 4 from the records"), "%s", r.out);
   run_free(&r);
+  /* --json: one object on stdout, for pipelines */
+  r = RUN("tune", workload(), "--default-profile", "-o", plan, "--records", rec,
+          "--samples", "3", "--sample-ms", "1", "--json");
+  cr_expect_eq(r.code, 0, "%s", r.err);
+  cJSON *j = cJSON_Parse(r.out);
+  cr_assert_not_null(j, "not one JSON object: %s", r.out);
+  cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "schema")),
+                   "lanemap.tune/1");
+  const cJSON *b = cJSON_GetObjectItem(j, "buckets");
+  cr_expect_eq(cJSON_GetObjectItem(b, "total")->valueint, 4);
+  cr_expect_eq(cJSON_GetObjectItem(b, "resumed")->valueint, 4);
+  cr_expect(cJSON_IsObject(cJSON_GetObjectItem(j, "time_s")));
+  cJSON_Delete(j);
+  run_free(&r);
 }
 
 Test(tune, bad_options_exit_2_naming_the_option) {
-  const char *w = workload(), *plan = run_tmp("plan.json");
+  char w[600], plan[600]; /* run_tmp's buffers rotate: keep copies */
+  snprintf(w, sizeof w, "%s", workload());
+  snprintf(plan, sizeof plan, "%s", run_tmp("plan.json"));
   struct {
     const char *args[4];
     const char *msg;

@@ -383,7 +383,12 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Scenario 0 of kernel ki becomes: measured where measured, the
  * prediction times the kernel's median measured / predicted elsewhere,
- * and INFINITY for a variant that failed; one scenario, nothing settled. */
+ * and INFINITY for a variant that failed; one scenario, nothing settled.
+ * In a bucket that was measured, an unmeasured variant is never cheaper
+ * than the bucket's measured best (LM_TUNE_UNMEASURED_STEP above it): the
+ * model ranked it behind what was measured, and a prediction does not
+ * overrule a measurement it did not take.  It stays a candidate for the
+ * compile budget, at that price. */
 static lm_status set_costs(Tune *t, int ki, const Cells *c, lm_error *err) {
   lm_plan_pkernel *pk = &t->pp.pk[ki];
   int nb = t->pp.k[ki].nbuckets, nv = pk->nvariants;
@@ -401,16 +406,23 @@ static lm_status set_costs(Tune *t, int ki, const Cells *c, lm_error *err) {
     scale = nr % 2 ? ratio[nr / 2] : (ratio[nr / 2 - 1] + ratio[nr / 2]) / 2;
   }
   free(ratio);
-  for (int s = 0; s < nb; s++)
+  for (int s = 0; s < nb; s++) {
+    double best = INFINITY; /* the bucket's measured best */
+    for (int v = 0; v < nv; v++)
+      if (!c->failed[v])
+        best = fmin(best, c->meas[(size_t)s * nv + (size_t)v]);
     for (int v = 0; v < nv; v++) {
       size_t i = (size_t)s * nv + (size_t)v;
       if (c->failed[v])
         pk->cost[i] = INFINITY;
       else if (isfinite(c->meas[i]))
         pk->cost[i] = c->meas[i];
-      else
-        pk->cost[i] *= scale; /* INFINITY stays */
+      else /* INFINITY stays */
+        pk->cost[i] =
+            fmax(pk->cost[i] * scale,
+                 isfinite(best) ? best * (1 + LM_TUNE_UNMEASURED_STEP) : 0);
     }
+  }
   return LM_OK;
 }
 

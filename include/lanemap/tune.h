@@ -28,6 +28,10 @@ extern "C" {
 
 /* The model's top K measured per bucket by default. */
 #define LM_TUNE_MEASURE 3
+/* In a measured bucket, an unmeasured variant costs at least the measured
+ * best times 1 + this: it never wins the bucket on a prediction alone,
+ * and ties go to what was measured (the same step settling uses). */
+#define LM_TUNE_UNMEASURED_STEP LM_SETTLE_STEP
 
 typedef struct lm_tune_opts {
   int measure;           /* K: the model's top K per bucket (>= 1) */
