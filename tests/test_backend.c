@@ -281,6 +281,66 @@ Test(backend, multi_worker_launches_match_the_oracle) {
   lm_kernel_free(k);
 }
 
+/* Eight workers on a machine with two cores (a pool of 7 threads and the
+ * caller): every legal t8 variant of each bundled kernel, at the
+ * smallest grain (one packet per chunk), on shapes with a short last
+ * chunk, few chunks, and fewer rows than workers.  Preempted workers
+ * leave their chunks to the others; the answer must not change
+ * (docs/runtime.md). */
+Test(backend, eight_workers_on_two_cores_match_the_oracle_in_every_variant,
+     .timeout = 600) {
+  static const char *files[] = {"kernels/rmsnorm.lk", "kernels/layernorm.lk",
+                                "kernels/masked_softmax.lk", "kernels/swiglu.lk",
+                                "kernels/gelu_residual.lk", "kernels/rope.lk"};
+  static const Shape shapes[] = {{203, 77}, {16, 33}, {5, 65}};
+  lm_error err = {0};
+  lm_pool *pool = lm_pool_new(7, &err);
+  cr_assert_not_null(pool, "%s", err.msg);
+  int checked = 0;
+  for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+    lm_kernel *k = load(files[f]);
+    int coef = col_coef(k);
+    lm_data *d[3];
+    lm_oracle *o[3];
+    for (int s = 0; s < 3; s++) {
+      lm_shape sh;
+      cr_assert_eq(lm_shape_bind(k, shapes[s].R, shapes[s].C * coef, NULL, &sh, &err),
+                   LM_OK, "%s: %s", files[f], err.msg);
+      cr_assert_eq(lm_data_gen(k, &sh, 5, &d[s], &err), LM_OK, "%s", err.msg);
+      cr_assert_eq(lm_oracle_run(k, d[s], &o[s], &err), LM_OK, "%s", err.msg);
+    }
+    lm_enum_opts eo;
+    lm_enum_defaults(&eo);
+    eo.workers[0] = 8;
+    eo.grains[0] = 1; /* the smallest chunks: the most claims */
+    lm_variant *vs;
+    int nv = lm_variant_enumerate(k, &eo, &vs, &err);
+    cr_assert_gt(nv, 0, "%s: %s", files[f], err.msg);
+    for (int v = 0; v < nv; v++) {
+      char name[128];
+      lm_variant_format(&vs[v], name, sizeof name);
+      cr_assert_eq(vs[v].workers, 8, "%s", name);
+      lm_compiled *c = NULL;
+      cr_assert_eq(lm_compile(k, &vs[v], NULL, &c, &err), LM_OK, "%s: %s", name, err.msg);
+      for (int s = 0; s < 3; s++) {
+        lm_verify_result res;
+        cr_expect_eq(lm_verify(k, c, d[s], o[s], pool, &res, &err), LM_OK, "%s %s %lldx%lld: %s",
+                     files[f], name, (long long)shapes[s].R, (long long)shapes[s].C, err.msg);
+        checked++;
+      }
+      lm_compiled_free(c);
+    }
+    free(vs);
+    for (int s = 0; s < 3; s++) {
+      lm_oracle_free(o[s]);
+      lm_data_free(d[s]);
+    }
+    lm_kernel_free(k);
+  }
+  printf("eight workers: %d variant x shape checks\n", checked);
+  lm_pool_free(pool);
+}
+
 /* ---- variants ------------------------------------------------------------- */
 
 Test(variant, strings_round_trip) {
