@@ -45,8 +45,12 @@ struct lm_eval_kernel {
 void lm_eval_defaults(lm_eval_opts *o) {
   memset(o, 0, sizeof *o);
   o->isa = LM_ISA_HOST;
-  o->workers[0] = 1;
-  o->workers[1] = 2;
+  /* 1, 2, 4, ... up to the cores here, and always 2: a parallel variant
+   * is a candidate even on one core, where the oracle shows what it costs */
+  if (lm_worker_ladder(o->workers, 8) < 2) {
+    o->workers[1] = 2;
+    o->workers[2] = 0;
+  }
   lm_timing_defaults(&o->timing);
   o->timing.samples = LM_EVALUATE_QUICK_SAMPLES;
   o->timing.sample_ms = LM_EVALUATE_QUICK_SAMPLE_MS;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/pool.h"
 #include "lanemap/runtime.h"
@@ -564,4 +565,27 @@ Test(pool, a_pool_freed_while_kept_off_leaves_nothing_behind) {
   (void)lm_pool_keep_off(p, sched_getcpu());
   launch_and_check(p, 100, 4, 2);
   lm_pool_free(p); /* frees the saved masks under LSan's eye */
+}
+
+/* The worker ladder: 1, 2, 4, ... up to the cores this process may use,
+ * which hwloc and the affinity mask bound (a core counts once, whatever
+ * its SMT siblings). */
+Test(pool, the_worker_ladder_doubles_up_to_the_cores_available) {
+  int cores = lm_cores_available();
+  cr_assert_geq(cores, 1);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cr_expect_leq(cores, online > 0 ? online : 1, "more cores than CPUs");
+  int w[8];
+  int n = lm_worker_ladder(w, 8);
+  cr_assert_geq(n, 1);
+  cr_expect_eq(w[0], 1);
+  for (int i = 1; i < n; i++)
+    cr_expect_eq(w[i], 2 * w[i - 1]);
+  cr_expect_leq(w[n - 1], cores);
+  cr_expect_gt(2 * w[n - 1], cores, "the ladder stops early");
+  if (n < 8)
+    cr_expect_eq(w[n], 0);
+  int one[1];
+  cr_expect_eq(lm_worker_ladder(one, 1), 1, "max bounds the ladder");
+  cr_expect_eq(one[0], 1);
 }

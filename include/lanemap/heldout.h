@@ -339,7 +339,8 @@ typedef struct lm_eval_opts {
   const lm_profile *profile;   /* calibrated for isa (required) */
   const lm_profile *cross;     /* another ISA target's profile; NULL = none */
   const lm_profile *defaults;  /* uncalibrated defaults (required) */
-  int workers[8];              /* worker counts enumerated; 0 ends */
+  int workers[8]; /* worker counts enumerated; 0 ends.  Default: 1, 2, 4,
+                     ... up to lm_cores_available(), and 2 at least */
   lm_timing_opts timing;       /* protocol of the oracle measurement */
   uint64_t seed;               /* input data seed */
   lm_pool *pool;               /* NULL: the shared pool */

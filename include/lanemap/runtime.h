@@ -82,6 +82,15 @@ void lm_pool_stats_get(lm_keep const lm_pool *p, lm_pool_stats *out);
  * made. */
 lm_keep lm_pool *lm_pool_shared(void);
 
+/* The physical cores this process may run workers on: hwloc's cores that
+ * have a CPU in the process's affinity mask (SMT siblings count once); the
+ * mask's CPU count when hwloc cannot tell.  At least 1; computed once. */
+int lm_cores_available(void);
+/* The worker counts worth enumerating here: 1, 2, 4, ... up to
+ * lm_cores_available(), at most max of them, into workers (0 after the
+ * last when there is room).  Returns how many. */
+int lm_worker_ladder(int *workers, int max);
+
 /* Runs fn over [0, n) in chunks of `grain` instances with `workers`
  * participants, the caller included, and returns when every chunk is done.
  *   - workers = 1 runs the chunks inline on the caller, in order, without
