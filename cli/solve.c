@@ -168,7 +168,8 @@ int cmd_solve(int argc, char **argv) {
            pp.unpredictable ? " (some cells unpredictable: not allowed)" : "");
   if (!json && pp.settle)
     printf("near ties: %d of %d buckets have more than one variant within the "
-           "bootstrap's reach; %d settle on another than the point best\n",
+           "bootstrap's reach (the plan lists them as unsure); %d settle on "
+           "another than the point best\n",
            pp.ties, nb, pp.settled);
   s = lm_solve(&pp.p, &so, &res, &err);
   if (s != LM_OK) {

@@ -25,7 +25,8 @@ static const char usage[] =
     "  every variant it cannot tell from its best (near ties); solve on the\n"
     "  measured costs (predictions, on the measured scale, elsewhere) and\n"
     "  write the plan (lanemap.plan/1).\n"
-    "  --measure K        the model's top K per bucket (default 3)\n"
+    "  --measure K        the model's top K per bucket (default 3); 0: only\n"
+    "                     the unsure buckets, whose near ties are measured\n"
     "  --time-budget S    stop measuring after S seconds, plan with what was\n"
     "                     measured (default: no budget)\n"
     "  --records R.jsonl  append every measurement; a later run resumes from\n"
@@ -75,6 +76,7 @@ static void print_json(const char *file, const char *plan,
   cJSON_AddNumberToObject(b, "measured", r->measured_buckets);
   cJSON_AddNumberToObject(b, "resumed", r->resumed_buckets);
   cJSON_AddNumberToObject(b, "skipped", r->skipped_buckets);
+  cJSON_AddNumberToObject(b, "sure", r->sure_buckets);
   cJSON_AddNumberToObject(b, "noisy", r->noisy_buckets);
   cJSON *c = cJSON_AddObjectToObject(j, "cells");
   cJSON_AddNumberToObject(c, "candidates", r->candidates);
@@ -132,8 +134,6 @@ int cmd_tune(int argc, char **argv) {
       uint64_t k;
       if (r > 0 && cli_parse_u64("--measure", val, 1000, &k, &err) != LM_OK)
         return cli_usage_error(usage, "tune", "%s", err.msg);
-      if (r > 0 && k < 1)
-        return cli_usage_error(usage, "tune", "--measure: expected K >= 1");
       o.measure = (int)k;
     } else if ((r = cli_arg_value(argc, argv, &i, "--time-budget", &val))) {
       if (r > 0 &&
@@ -214,9 +214,9 @@ int cmd_tune(int argc, char **argv) {
     goto verdict;
   }
   printf("workload %s: %d buckets: %d measured, %d from the records, %d "
-         "skipped (time budget)\n",
+         "skipped (time budget), %d sure (not measured)\n",
          file, res.buckets, res.measured_buckets, res.resumed_buckets,
-         res.skipped_buckets);
+         res.skipped_buckets, res.sure_buckets);
   printf("candidates: %d (top %d per bucket, %d near ties beyond them); "
          "timed now %d, from the records %d, failed %d\n",
          res.candidates, o.measure, res.unsure, res.measured, res.resumed,

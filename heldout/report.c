@@ -161,6 +161,72 @@ static lm_status targets(FILE *f, const lm_eval_run *run, lm_error *err) {
   return LM_OK;
 }
 
+/* Is case c unsure: more than one variant the calibrated model cannot tell
+ * from its best in the case's bucket? *n gets how many. */
+static int unsure_case(const lm_eval_case *c, int *n) {
+  *n = 0;
+  for (int v = 0; v < c->nvariants; v++)
+    *n += c->v[v].near_tie != 0;
+  return *n > 1;
+}
+
+/* The plan's regret on sure and unsure cases apart: what a pipeline that
+ * measures only the unsure buckets leaves on the table. */
+static lm_status sureness(FILE *f, const lm_eval_run *run, lm_error *err) {
+  int n = run->ncases > 0 ? run->ncases : 1, any = 0;
+  for (int i = 0; i < run->ncases; i++)
+    for (int v = 0; v < run->cases[i].nvariants; v++)
+      any |= run->cases[i].v[v].near_tie;
+  if (!any)
+    return LM_OK; /* no near ties marked (a profile without resamples) */
+  double *tb = malloc((size_t)n * sizeof *tb);
+  double *tc = malloc((size_t)n * sizeof *tc);
+  if (!tb || !tc) {
+    free(tb);
+    free(tc);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  fprintf(f, "## Sure and unsure picks\n\nA case is unsure when more than "
+             "one variant is within the calibrated profile's bootstrap reach "
+             "of its predicted best (the near ties of settling, listed in the "
+             "plan's `unsure`); a pipeline can measure those alone "
+             "(`lanemap tune --measure 0`).  Plan regret per group, "
+             "contended cases left out:\n\n"
+             "| picks | cases | near ties per case | geomean | p90 | max | "
+             "within 3%% |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  lm_status st = LM_OK;
+  for (int g = 0; g < 2 && st == LM_OK; g++) {
+    int m = 0, ties = 0;
+    for (int i = 0; i < run->ncases; i++) {
+      const lm_eval_case *c = &run->cases[i];
+      int k;
+      if (unsure_case(c, &k) != g || !isfinite(c->t_best) ||
+          isnan(c->t_policy[LM_POLICY_PLAN]))
+        continue;
+      tb[m] = c->t_best;
+      tc[m] = c->t_policy[LM_POLICY_PLAN];
+      ties += k;
+      m++;
+    }
+    lm_regret_stats rs;
+    char a[32], b[32], c3[32];
+    if ((st = lm_regret_stats_compute(tb, tc, m, LM_REGRET_TIE, &rs, err)) !=
+        LM_OK)
+      break;
+    if (m == 0)
+      fprintf(f, "| %s | 0 | - | - | - | - | - |\n", g ? "unsure" : "sure");
+    else
+      fprintf(f, "| %s | %d | %.1f | %s | %s | %s | %.0f%% |\n",
+              g ? "unsure" : "sure", m, (double)ties / m,
+              fmt_pct(rs.geomean, a), fmt_pct(rs.p90, b), fmt_pct(rs.max, c3),
+              100 * rs.within);
+  }
+  fprintf(f, "\n");
+  free(tb);
+  free(tc);
+  return st;
+}
+
 static lm_status autotune(FILE *f, const lm_eval_run *run, lm_error *err) {
   int n = run->ncases, maxv = 0;
   double *tb = malloc((size_t)(n > 0 ? n : 1) * sizeof *tb);
@@ -615,7 +681,8 @@ lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
     if ((st = stats_table(f, run, splits[s], err)) != LM_OK)
       goto done;
   }
-  if ((st = autotune(f, run, err)) != LM_OK ||
+  if ((st = sureness(f, run, err)) != LM_OK ||
+      (st = autotune(f, run, err)) != LM_OK ||
       (st = loio(f, run, err)) != LM_OK)
     goto done;
   cases_table(f, run);

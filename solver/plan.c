@@ -32,6 +32,11 @@ void lm_plan_free(lm_plan *p) {
     for (int v = 0; k->variants && v < k->nvariants; v++)
       free(k->variants[v]);
     free(k->variants);
+    for (int b = 0; k->buckets && b < k->nbuckets; b++) {
+      for (int u = 0; u < k->buckets[b].nunsure; u++)
+        free(k->buckets[b].unsure[u]);
+      free(k->buckets[b].unsure);
+    }
     free(k->buckets);
     for (int t = 0; k->thresholds && t < k->nthresholds; t++) {
       free(k->thresholds[t].from_R);
@@ -87,6 +92,48 @@ static lm_status make_thresholds(lm_plan_kernel *k, lm_error *err) {
   }
   free(idx);
   return LM_OK;
+}
+
+/* The near ties of solver bucket b, when there is more than one: the
+ * bucket is unsure (lm_plan_bucket.unsure), listed in settling's order of
+ * preference (the settled costs rise with the rank). */
+static lm_status unsure_list(const lm_plan_pkernel *pk, int b, int nv,
+                             lm_plan_bucket *pb, lm_error *err) {
+  if (!pk->tie)
+    return LM_OK;
+  const unsigned char *t = pk->tie + (size_t)b * nv;
+  const double *c = pk->cost + (size_t)b * nv; /* settled, scenario 0 */
+  int n = 0;
+  for (int v = 0; v < nv; v++)
+    n += t[v];
+  if (n < 2)
+    return LM_OK;
+  int *set = malloc(sizeof *set * (size_t)n);
+  pb->unsure = calloc((size_t)n, sizeof *pb->unsure);
+  if (!set || !pb->unsure) {
+    free(set);
+    return lm_error_set(err, LM_ESYS, "plan: out of memory");
+  }
+  int m = 0;
+  for (int v = 0; v < nv; v++) {
+    if (!t[v])
+      continue;
+    int j = m++;
+    for (; j > 0 && c[v] < c[set[j - 1]]; j--)
+      set[j] = set[j - 1];
+    set[j] = v;
+  }
+  lm_status s = LM_OK;
+  for (int r = 0; r < n && s == LM_OK; r++) {
+    char buf[128];
+    lm_variant_format(&pk->variants[set[r]], buf, sizeof buf);
+    if (!(pb->unsure[pb->nunsure] = lm_strdup(buf)))
+      s = lm_error_set(err, LM_ESYS, "plan: out of memory");
+    else
+      pb->nunsure++;
+  }
+  free(set);
+  return s;
 }
 
 lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *profiles,
@@ -168,6 +215,8 @@ lm_status lm_plan_from_result(const lm_workload *w, const lm_profile *const *pro
       pb->variant = v >= 0 && v < nv ? map[v] : -1;
       const double *point = pk->point ? pk->point : pk->cost;
       pb->predicted_ns = v >= 0 && v < nv ? point[(size_t)b * nv + v] : INFINITY;
+      if (s == LM_OK)
+        s = unsure_list(pk, b, nv, pb, err);
       if (pb->variant < 0)
         s = lm_error_set(err, LM_EINPUT,
                          "plan: kernel %d bucket %d runs no compiled variant", ki, wb);
@@ -231,6 +280,11 @@ static void put_kernel(cJSON *ks, const lm_plan_kernel *k, int *oom) {
     put(jb, "weight", lm_json_num(pb->weight), oom);
     put(jb, "variant", lm_json_num(pb->variant), oom);
     put(jb, "predicted_ns", lm_json_num(pb->predicted_ns), oom);
+    if (pb->nunsure > 0) {
+      cJSON *ju = put(jb, "unsure", cJSON_CreateArray(), oom);
+      for (int u = 0; u < pb->nunsure; u++)
+        push(ju, str(pb->unsure[u]), oom);
+    }
   }
   if (!k->nthresholds)
     return;
@@ -318,7 +372,7 @@ static const char *const kernel_fields[] = {"name",     "about",   "path",
                                             "hash",     "extra",   "variants",
                                             "buckets",  "thresholds", NULL};
 static const char *const bucket_fields[] = {"R", "C", "weight", "variant",
-                                            "predicted_ns", NULL};
+                                            "predicted_ns", "unsure", NULL};
 static const char *const threshold_fields[] = {"C", "runs", NULL};
 static const char *const run_fields[] = {"from_R", "variant", NULL};
 
@@ -352,6 +406,32 @@ static lm_status oom(rd *r) {
 #define MAXEXT LM_WORKLOAD_MAX_EXTENT
 #define MAXLIST 100000 /* variants or kernels in one plan */
 
+/* A bucket's optional "unsure": at least two distinct variant strings. */
+static lm_status read_unsure(rd *r, const cJSON *c, lm_plan_bucket *pb) {
+  const cJSON *us = NULL, *u;
+  lm_status s = lm_json_array(r, c, "unsure", LM_JSON_OPTIONAL, 2, MAXLIST, &us);
+  if (s || !us)
+    return s;
+  if (!(pb->unsure = calloc((size_t)cJSON_GetArraySize(us), sizeof *pb->unsure)))
+    return oom(r);
+  cJSON_ArrayForEach(u, us) {
+    const char *text = NULL;
+    lm_variant v;
+    lm_error e2 = {0};
+    if ((s = lm_json_string(r, u, NULL, 0, 0, &text)))
+      return s;
+    if (lm_variant_parse(text, &v, &e2) != LM_OK)
+      return lm_json_error(r, u, NULL, "%s", e2.msg);
+    for (int j = 0; j < pb->nunsure; j++)
+      if (strcmp(pb->unsure[j], text) == 0)
+        return lm_json_error(r, u, NULL, "%s is listed twice", text);
+    if (!(pb->unsure[pb->nunsure] = lm_strdup(text)))
+      return oom(r);
+    pb->nunsure++;
+  }
+  return LM_OK;
+}
+
 static lm_status read_buckets(rd *r, const cJSON *jk, lm_plan_kernel *k) {
   const cJSON *bs = NULL, *c;
   int64_t x;
@@ -374,7 +454,8 @@ static lm_status read_buckets(rd *r, const cJSON *jk, lm_plan_kernel *k) {
         (s = lm_json_number(r, c, "weight", 0, 0, DBL_MAX, &pb->weight)) ||
         (s = lm_json_int(r, c, "variant", 0, 0, k->nvariants - 1, &x)) ||
         (s = lm_json_number(r, c, "predicted_ns", LM_JSON_NULL_OK, 0, DBL_MAX,
-                            &pb->predicted_ns)))
+                            &pb->predicted_ns)) ||
+        (s = read_unsure(r, c, pb)))
       break;
     pb->variant = (int)x;
     int64_t key[2] = {pb->R, pb->C}, o;
@@ -705,8 +786,12 @@ bool lm_plan_equal(const lm_plan *a, const lm_plan *b) {
     for (int s = 0; s < x->nbuckets; s++) {
       const lm_plan_bucket *p = &x->buckets[s], *q = &y->buckets[s];
       if (p->R != q->R || p->C != q->C || !deq(p->weight, q->weight) ||
-          p->variant != q->variant || !deq(p->predicted_ns, q->predicted_ns))
+          p->variant != q->variant || !deq(p->predicted_ns, q->predicted_ns) ||
+          p->nunsure != q->nunsure)
         return false;
+      for (int u = 0; u < p->nunsure; u++)
+        if (strcmp(p->unsure[u], q->unsure[u]))
+          return false;
     }
     for (int t = 0; t < x->nthresholds; t++) {
       const lm_plan_threshold *p = &x->thresholds[t], *q = &y->thresholds[t];

@@ -28,6 +28,7 @@ void lm_plan_problem_free(lm_plan_problem *pp) {
     free(pp->pk[i].cost);
     free(pp->pk[i].point);
     free(pp->pk[i].prior);
+    free(pp->pk[i].tie);
     free(pp->pk[i].compile_cost);
   }
   free(pp->pk);

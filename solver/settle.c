@@ -100,6 +100,8 @@ static int settle_bucket(lm_plan_pkernel *pk, int nb, int nsc, int b,
         near_tie(pk->cost, nb, nsc, nv, b, v, best, alpha))
       set[n++] = v;
   sort_by_preference(pk->prior + (size_t)b * nv, set, n);
+  for (int r = 0; r < n; r++)
+    pk->tie[(size_t)b * nv + (size_t)set[r]] = 1;
   double *c0 = pk->cost + (size_t)b * nv;
   for (int r = 0; r < n; r++)
     c0[set[r]] = point[best] * (1 + LM_SETTLE_STEP * r);
@@ -121,9 +123,11 @@ lm_status lm_plan_problem_settle(lm_plan_problem *pp, double alpha,
     int nb = pp->k[ki].nbuckets, nv = pk->nvariants;
     size_t cells = (size_t)nb * (size_t)nv;
     free(pk->point);
+    free(pk->tie);
     pk->point = malloc(sizeof *pk->point * (cells ? cells : 1));
+    pk->tie = calloc(cells ? cells : 1, 1);
     int *set = malloc(sizeof *set * (size_t)(nv > 0 ? nv : 1));
-    if (!pk->point || !set) {
+    if (!pk->point || !pk->tie || !set) {
       free(set);
       return lm_error_set(err, LM_ESYS, "settle: out of memory");
     }

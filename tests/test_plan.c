@@ -675,3 +675,87 @@ Test(plan, a_settled_plan_keeps_point_predictions_and_says_so) {
   lm_profile_free(bp);
   lm_workload_free(w);
 }
+
+/* Knowing when it does not know: a bucket with more than one near tie is
+ * unsure and lists them, the preferred first; a sure bucket lists none.
+ * The lists survive the JSON round trip, and malformed ones are refused. */
+Test(plan, unsure_buckets_list_their_near_ties) {
+  lm_error e = {0};
+  lm_workload *w = small(0, -1);
+  lm_profile *bp = support_defaults_with_bootstrap(4, around_point);
+  const lm_profile *ps[1] = {bp};
+  lm_plan_build_opts bo = {0, 1};
+  lm_plan_problem pp;
+  cr_assert_eq(lm_plan_problem_build(w, ps, &bo, &pp, &e), LM_OK, "%s", e.msg);
+  /* the rule before settling, to compare with the lists after */
+  int nk = pp.p.nkernels, unsure = 0;
+  int *ties[8] = {0};
+  cr_assert_leq(nk, 8);
+  for (int ki = 0; ki < nk; ki++) {
+    int nb = pp.k[ki].nbuckets, nv = pp.pk[ki].nvariants;
+    ties[ki] = calloc((size_t)nb, sizeof *ties[ki]);
+    for (int s = 0; s < nb; s++)
+      for (int v = 0; v < nv; v++)
+        ties[ki][s] += lm_plan_problem_near_tie(&pp, ki, s, v, LM_SETTLE_ALPHA);
+  }
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  lm_solve_opts o;
+  lm_solve_defaults(&o);
+  lm_solve_result r;
+  cr_assert_eq(lm_solve(&pp.p, &o, &r, &e), LM_OK, "%s", e.msg);
+  lm_plan *p = NULL;
+  cr_assert_eq(lm_plan_from_result(w, ps, &pp, &o, &r, &p, &e), LM_OK, "%s", e.msg);
+  for (int ki = 0; ki < nk; ki++)
+    for (int b = 0; b < p->kernels[ki].nbuckets; b++) {
+      const lm_plan_bucket *pb = &p->kernels[ki].buckets[b];
+      int s = 0;
+      while (pp.pk[ki].order[s] != b)
+        s++;
+      int n = ties[ki][s];
+      cr_expect_eq(pb->nunsure, n > 1 ? n : 0, "kernel %d bucket %d", ki, b);
+      if (pb->nunsure > 0) {
+        unsure++;
+        /* without a cap the bucket runs the preferred one */
+        cr_expect_str_eq(pb->unsure[0], p->kernels[ki].variants[pb->variant]);
+      }
+    }
+  cr_expect_gt(unsure, 0, "resamples this wide leave some bucket unsure");
+  char *text = NULL;
+  cr_assert_eq(lm_plan_to_json_text(p, &text, &e), LM_OK);
+  lm_plan *back = NULL;
+  cr_assert_eq(lm_plan_from_json_text("p.json", text, strlen(text), &back, &e), LM_OK, "%s",
+               e.msg);
+  cr_expect(lm_plan_equal(p, back), "the unsure lists round-trip");
+  lm_plan_free(back);
+  /* malformed lists: one entry, a repeat, not a variant */
+  cJSON *doc = cJSON_Parse(text);
+  cJSON *bk = cJSON_GetArrayItem(
+      cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "kernels"), 0), "buckets"),
+      0);
+  const char *bad[][3] = {{"x86-64-v4/w16/l16/t1", NULL, NULL},
+                          {"host/w16/l16/t1", "host/w16/l16/t1", NULL},
+                          {"host/w16/l16/t1", "frobnicate", NULL}};
+  const char *why[] = {"unsure", "listed twice", "unsure[1]"};
+  for (int i = 0; i < 3; i++) {
+    cJSON_DeleteItemFromObject(bk, "unsure");
+    cJSON *arr = cJSON_AddArrayToObject(bk, "unsure");
+    for (int j = 0; j < 3 && bad[i][j]; j++)
+      cJSON_AddItemToArray(arr, cJSON_CreateString(bad[i][j]));
+    char *t2 = cJSON_PrintUnformatted(doc);
+    lm_plan *q = NULL;
+    cr_expect_eq(lm_plan_from_json_text("p.json", t2, strlen(t2), &q, &e), LM_EINPUT,
+                 "case %d", i);
+    cr_expect(strstr(e.msg, why[i]) != NULL, "case %d: %s", i, e.msg);
+    lm_plan_free(q);
+    free(t2);
+  }
+  cJSON_Delete(doc);
+  free(text);
+  for (int ki = 0; ki < nk; ki++)
+    free(ties[ki]);
+  lm_plan_free(p);
+  lm_solve_result_free(&r);
+  lm_plan_problem_free(&pp);
+  lm_profile_free(bp);
+  lm_workload_free(w);
+}

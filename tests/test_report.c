@@ -497,6 +497,33 @@ Test(report, inconsistent_case_records_are_errors_naming_the_field) {
   lm_eval_run_free(&run);
 }
 
+/* Sure and unsure picks: a case with more than one near tie is unsure;
+ * each group gets its own row of plan regret, and a run without near ties
+ * (a profile without resamples) has no such section. */
+Test(report, sure_and_unsure_picks_are_reported_apart) {
+  lm_eval_run run;
+  build_run(&run, 0);
+  lm_error err = {0};
+  cr_assert_eq(lm_eval_report_write(&run, tmpdir, &err), LM_OK, "%s", err.msg);
+  char *md = slurp(tmp_path("report.md"));
+  cr_expect(!strstr(md, "## Sure and unsure picks"), "no near ties, no section");
+  free(md);
+  /* case 0: three near ties (unsure); the others: their best alone */
+  for (int i = 0; i < run.ncases; i++)
+    for (int v = 0; v < run.cases[i].nvariants; v++)
+      run.cases[i].v[v].near_tie = i == 0 ? v < 3 : v == 0;
+  cr_assert_eq(lm_eval_report_write(&run, tmpdir, &err), LM_OK, "%s", err.msg);
+  md = slurp(tmp_path("report.md"));
+  const char *sec = strstr(md, "## Sure and unsure picks");
+  cr_assert_not_null(sec, "%s", md);
+  char want[64];
+  snprintf(want, sizeof want, "| sure | %d | 1.0 |", run.ncases - 1);
+  cr_expect(strstr(sec, want), "%s", sec);
+  cr_expect(strstr(sec, "| unsure | 1 | 3.0 |"), "%s", sec);
+  free(md);
+  lm_eval_run_free(&run);
+}
+
 /* ---- lanemap merge ------------------------------------------------------- */
 
 typedef struct run_result {

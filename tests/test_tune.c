@@ -261,6 +261,60 @@ Test(tune, near_ties_beyond_the_top_k_are_measured) {
   lm_workload_free(w);
 }
 
+/* K = 0 measures only the unsure buckets, and in each exactly the near
+ * ties the plan of `lanemap solve` lists as its unsure candidates. */
+Test(tune, measure_0_takes_the_unsure_buckets_the_plan_lists) {
+  lm_tune_opts o;
+  quick_opts(&o, run_tmp("r.jsonl"));
+  o.measure = 0;
+  lm_error err = {0};
+  lm_workload *w = NULL;
+  cr_assert_eq(lm_workload_load(workload(), &w, &err), LM_OK, "%s", err.msg);
+  lm_profile *p = support_defaults_with_bootstrap(40, wide);
+  const lm_profile *ps[1] = {p};
+  lm_tune_result r;
+  cr_assert_eq(lm_tune(w, ps, &o, &r, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(r.candidates, r.unsure);
+  cr_expect_eq(r.sure_buckets + r.measured_buckets, r.buckets);
+  /* the plan solve makes from the same predictions */
+  lm_plan_build_opts bo = {0, 1};
+  lm_plan_problem pp;
+  cr_assert_eq(lm_plan_problem_build(w, ps, &bo, &pp, &err), LM_OK, "%s",
+               err.msg);
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &err), LM_OK);
+  lm_solve_result sr;
+  cr_assert_eq(lm_solve(&pp.p, &o.solve, &sr, &err), LM_OK, "%s", err.msg);
+  lm_plan *plan = NULL;
+  cr_assert_eq(lm_plan_from_result(w, ps, &pp, &o.solve, &sr, &plan, &err),
+               LM_OK);
+  lm_records rs;
+  cr_assert_eq(lm_records_read(o.records, &rs, &err), LM_OK, "%s", err.msg);
+  int listed = 0;
+  for (int k = 0; k < plan->nkernels; k++)
+    for (int b = 0; b < plan->kernels[k].nbuckets; b++) {
+      const lm_plan_bucket *pb = &plan->kernels[k].buckets[b];
+      int here = 0;
+      for (int i = 0; i < rs.n; i++)
+        here += rs.r[i].R == pb->R && rs.r[i].C == pb->C;
+      cr_expect_eq(here, pb->nunsure, "%lldx%lld", (long long)pb->R,
+                   (long long)pb->C);
+      for (int u = 0; u < pb->nunsure; u++)
+        cr_expect(!isnan(record_median(&rs, pb->R, pb->C, pb->unsure[u])) ||
+                      r.failed > 0,
+                  "%s at %lldx%lld was not measured", pb->unsure[u],
+                  (long long)pb->R, (long long)pb->C);
+      listed += pb->nunsure;
+    }
+  cr_expect_eq(listed, r.candidates);
+  lm_records_free(&rs);
+  lm_plan_free(plan);
+  lm_solve_result_free(&sr);
+  lm_plan_problem_free(&pp);
+  lm_tune_result_free(&r);
+  lm_profile_free(p);
+  lm_workload_free(w);
+}
+
 /* The defaults alone have no resamples: only the top K is measured. */
 Test(tune, without_resamples_only_the_top_k_is_measured) {
   lm_tune_opts o;
@@ -315,7 +369,7 @@ Test(tune, bad_options_exit_2_naming_the_option) {
     const char *args[4];
     const char *msg;
   } bad[] = {
-      {{"--measure", "0"}, "--measure"},
+      {{"--measure", "-1"}, "--measure"},
       {{"--measure", "x"}, "--measure"},
       {{"--time-budget", "-1"}, "--time-budget"},
       {{"--samples", "0"}, "samples"},

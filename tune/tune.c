@@ -228,12 +228,20 @@ static lm_status pick(Tune *t, int ki, Cells *c, lm_error *err) {
         order[j] = order[j - 1];
       order[j] = x;
     }
+    /* the near ties first: with K = 0 a bucket is measured only when it
+     * has more than one (an unsure bucket) */
+    int nties = 0;
     for (int r = 0; r < n; r++) {
-      int v = order[r];
-      size_t i = (size_t)s * nv + (size_t)v;
+      size_t i = (size_t)s * nv + (size_t)order[r];
+      c->unsure[i] =
+          lm_plan_problem_near_tie(&t->pp, ki, s, order[r], t->o->alpha);
+      nties += c->unsure[i];
+    }
+    for (int r = 0; r < n; r++) {
+      size_t i = (size_t)s * nv + (size_t)order[r];
       c->rank[i] = r + 1;
       int top = r < t->o->measure;
-      int tie = !top && lm_plan_problem_near_tie(&t->pp, ki, s, v, t->o->alpha);
+      int tie = !top && c->unsure[i] && (t->o->measure > 0 || nties > 1);
       c->pick[i] = top || tie;
       c->unsure[i] = tie;
       t->res->candidates += c->pick[i];
@@ -429,8 +437,8 @@ static lm_status set_costs(Tune *t, int ki, const Cells *c, lm_error *err) {
 /* ---- the pipeline ------------------------------------------------------ */
 
 static lm_status check_opts(const lm_tune_opts *o, lm_error *err) {
-  if (o->measure < 1)
-    return lm_error_set(err, LM_EINPUT, "tune: measure must be >= 1, not %d",
+  if (o->measure < 0)
+    return lm_error_set(err, LM_EINPUT, "tune: measure must be >= 0, not %d",
                         o->measure);
   if (!(o->alpha > 0 && o->alpha <= 1))
     return lm_error_set(err, LM_EINPUT, "tune: alpha must be in (0, 1], not %g",
@@ -451,7 +459,12 @@ static lm_status tune_kernel(Tune *t, int ki, Cells *c, int *done, int total,
     char what[160];
     snprintf(what, sizeof what, "%s %lldx%lld", wk->k ? wk->k->name : wk->path,
              (long long)wk->buckets[b].R, (long long)wk->buckets[b].C);
-    if (resume_bucket(t, ki, s, b, c))
+    int any = 0;
+    for (int v = 0; v < t->pp.pk[ki].nvariants && !any; v++)
+      any = c->pick[(size_t)s * t->pp.pk[ki].nvariants + (size_t)v];
+    if (!any) /* K = 0 and a sure bucket: the model decides it */
+      t->res->sure_buckets++;
+    else if (resume_bucket(t, ki, s, b, c))
       t->res->resumed_buckets++;
     else if (t->o->time_budget_s > 0 && now_s() - t->t0 >= t->o->time_budget_s)
       t->res->skipped_buckets++;

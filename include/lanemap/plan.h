@@ -41,6 +41,10 @@ typedef struct lm_plan_pkernel {
    * NULL otherwise. */
   double *point;
   double *prior;
+  /* After lm_plan_problem_settle: [nbuckets][nvariants], 1 for the
+   * variants the bootstrap cannot tell from the bucket's point best (the
+   * best among them); NULL before. */
+  unsigned char *tie;
   double *compile_cost; /* [nvariants] ms (1 each with a budget in variants) */
 } lm_plan_pkernel;
 
@@ -107,6 +111,12 @@ typedef struct lm_plan_bucket {
   double weight;
   int variant;         /* index into the kernel's variants */
   double predicted_ns; /* of that variant, scenario 0 */
+  /* An unsure bucket: its best predicted candidates are within each
+   * other's bootstrap reach (the near ties of settling), listed here as
+   * variant strings, the preferred first; nunsure 0 (unsure NULL) for a
+   * sure bucket.  A pipeline measures these (lanemap tune --measure 0). */
+  char **unsure;
+  int nunsure;
 } lm_plan_bucket;
 
 /* Thresholded dispatch at one C: runs[i] starts at R >= from_R[i]. */

@@ -34,7 +34,8 @@ extern "C" {
 #define LM_TUNE_UNMEASURED_STEP LM_SETTLE_STEP
 
 typedef struct lm_tune_opts {
-  int measure;           /* K: the model's top K per bucket (>= 1) */
+  int measure;           /* K: the model's top K per bucket; 0 measures only
+                            the unsure buckets, their near ties */
   double alpha;          /* near-tie share marking a variant unsure, in
                             (0, 1]; LM_SETTLE_ALPHA */
   double time_budget_s;  /* stop measuring once this much time has passed;
@@ -57,6 +58,7 @@ typedef struct lm_tune_result {
   int buckets;   /* every bucket of the workload */
   int measured_buckets, resumed_buckets, skipped_buckets; /* skipped: the
                                                              budget ran out */
+  int sure_buckets;  /* with K = 0: sure buckets, left to the model */
   int candidates;    /* (bucket, variant) cells picked to measure */
   int unsure;        /* of them, beyond the top K: near ties */
   int measured;      /* cells timed by this call */
