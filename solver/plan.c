@@ -472,6 +472,15 @@ static lm_status read_buckets(rd *r, const cJSON *jk, lm_plan_kernel *k) {
     }
     k->nbuckets++;
   }
+  if (s && k->nbuckets < cJSON_GetArraySize(bs)) {
+    /* the bucket that failed is not counted: free its list here */
+    lm_plan_bucket *pb = &k->buckets[k->nbuckets];
+    for (int u = 0; u < pb->nunsure; u++)
+      free(pb->unsure[u]);
+    free(pb->unsure);
+    pb->unsure = NULL;
+    pb->nunsure = 0;
+  }
   lm_strset_free(shapes);
   return s;
 }
