@@ -2,6 +2,7 @@
  * take a handful of long options, and a shared parser keeps their error
  * messages and exit codes alike. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,17 @@ int cli_arg_flag(const char *arg, const char *name) {
 
 int cli_arg_is_help(const char *arg) {
   return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+lm_status cli_parse_nonneg(const char *what, const char *text, double *out,
+                           int allow_zero, lm_error *err) {
+  char *end = NULL;
+  double x = strtod(text, &end);
+  if (!text[0] || *end || !isfinite(x) || x < 0 || (!allow_zero && x == 0))
+    return lm_error_set(err, LM_EINPUT, "%s: expected a number %s 0, got '%s'",
+                        what, allow_zero ? ">=" : ">", text);
+  *out = x;
+  return LM_OK;
 }
 
 lm_status cli_parse_u64(const char *what, const char *text, uint64_t max,

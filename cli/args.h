@@ -32,6 +32,11 @@ int cli_arg_is_help(const char *arg);
 lm_status cli_parse_u64(const char *what, const char *text, uint64_t max,
                         uint64_t *out, lm_error *err);
 
+/* Parse a finite number >= 0 (> 0 unless allow_zero) into *out; the
+ * whole text must be the number.  `what` names the option. */
+lm_status cli_parse_nonneg(const char *what, const char *text, double *out,
+                           int allow_zero, lm_error *err);
+
 /* Print "lanemap CMD: message" and the usage line to stderr; returns
  * LM_EINPUT so callers write `return cli_usage_error(...)`. */
 int cli_usage_error(const char *usage, const char *cmd, const char *fmt, ...)

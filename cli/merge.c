@@ -172,17 +172,6 @@ typedef struct Machine {
   int records;
 } Machine;
 
-static void add_node(char *nodes, size_t n, const char *node) {
-  if (!node || !*node)
-    return;
-  size_t len = strlen(node);
-  for (const char *p = nodes; (p = strstr(p, node)) != NULL; p += len)
-    if ((p == nodes || p[-1] == ',') && (p[len] == ',' || p[len] == 0))
-      return;
-  size_t used = strlen(nodes);
-  snprintf(nodes + used, n - used, "%s%s", used ? "," : "", node);
-}
-
 /* Group the records by ISA target and machine type: records of two ISA
  * targets are refused, and of two machine types unless mixed.  *m gets
  * the types (malloc'ed), *nm their number; LM_EINPUT with the message
@@ -221,7 +210,7 @@ static int machine_types(const lm_records *all, int mixed, Machine **m,
     }
     const cJSON *node =
         r->extra ? cJSON_GetObjectItemCaseSensitive(r->extra, "node") : NULL;
-    add_node((*m)[k].nodes, sizeof (*m)[k].nodes,
+    lm_list_add((*m)[k].nodes, sizeof (*m)[k].nodes,
              cJSON_IsString(node) ? node->valuestring : NULL);
     (*m)[k].records++;
   }

@@ -46,17 +46,6 @@ static const char usage[] =
     "exit codes: 0 plan written, 1 no plan within the time limit or a noisy\n"
     "            profile refused, 2 bad input or budgets no plan meets, 3 I/O\n";
 
-static lm_status parse_pos(const char *what, const char *text, double *out,
-                           int allow_zero, lm_error *err) {
-  char *end = NULL;
-  double x = strtod(text, &end);
-  if (!text[0] || *end || !isfinite(x) || x < 0 || (!allow_zero && x == 0))
-    return lm_error_set(err, LM_EINPUT, "%s: expected a number %s 0, got '%s'", what,
-                        allow_zero ? ">=" : ">", text);
-  *out = x;
-  return LM_OK;
-}
-
 int cmd_solve(int argc, char **argv) {
   const char *file = NULL, *outp = NULL, *prof = NULL;
   const char *profpath[LM_ISA__COUNT]; /* --profile, once per ISA target */
@@ -86,10 +75,10 @@ int cmd_solve(int argc, char **argv) {
     else if ((r = cli_arg_cache_dir(argc, argv, &i)))
       ;
     else if ((r = cli_arg_value(argc, argv, &i, "--time-limit", &val))) {
-      if (r > 0 && parse_pos("--time-limit", val, &so.time_limit, 0, &err) != LM_OK)
+      if (r > 0 && cli_parse_nonneg("--time-limit", val, &so.time_limit, 0, &err) != LM_OK)
         return cli_usage_error(usage, "solve", "%s", err.msg);
     } else if ((r = cli_arg_value(argc, argv, &i, "--mip-gap", &val))) {
-      if (r > 0 && parse_pos("--mip-gap", val, &so.mip_gap, 1, &err) != LM_OK)
+      if (r > 0 && cli_parse_nonneg("--mip-gap", val, &so.mip_gap, 1, &err) != LM_OK)
         return cli_usage_error(usage, "solve", "%s", err.msg);
     } else if ((r = cli_arg_value(argc, argv, &i, "--method", &val))) {
       if (r > 0 && strcmp(val, "auto") == 0)
@@ -110,7 +99,7 @@ int cmd_solve(int argc, char **argv) {
     else if (cli_arg_flag(a, "--point"))
       settle = 0, r = 1;
     else if ((r = cli_arg_value(argc, argv, &i, "--settle", &val))) {
-      if (r > 0 && (parse_pos("--settle", val, &alpha, 0, &err) != LM_OK || alpha > 1))
+      if (r > 0 && (cli_parse_nonneg("--settle", val, &alpha, 0, &err) != LM_OK || alpha > 1))
         return cli_usage_error(usage, "solve", "--settle: expected a share in (0, 1], got '%s'",
                                val);
     }

@@ -48,17 +48,6 @@ static void on_progress(void *ctx, int done, int total, const char *what) {
   cli_progress_step(bar, done, what ? what : "");
 }
 
-static lm_status parse_num(const char *what, const char *text, double lo,
-                           double *out, lm_error *err) {
-  char *end = NULL;
-  double x = strtod(text, &end);
-  if (!text[0] || *end || !isfinite(x) || x < lo)
-    return lm_error_set(err, LM_EINPUT, "%s: expected a number >= %g, got '%s'",
-                        what, lo, text);
-  *out = x;
-  return LM_OK;
-}
-
 /* The report as one object, schema lanemap.tune/1, for pipelines. */
 static void print_json(const char *file, const char *plan,
                        const lm_tune_opts *o, const lm_tune_result *r) {
@@ -136,8 +125,8 @@ int cmd_tune(int argc, char **argv) {
         return cli_usage_error(usage, "tune", "%s", err.msg);
       o.measure = (int)k;
     } else if ((r = cli_arg_value(argc, argv, &i, "--time-budget", &val))) {
-      if (r > 0 &&
-          parse_num("--time-budget", val, 0, &o.time_budget_s, &err) != LM_OK)
+      if (r > 0 && cli_parse_nonneg("--time-budget", val, &o.time_budget_s, 1,
+                                    &err) != LM_OK)
         return cli_usage_error(usage, "tune", "%s", err.msg);
     } else if ((r = cli_arg_value(argc, argv, &i, "--samples", &val))) {
       uint64_t n;
@@ -145,7 +134,7 @@ int cmd_tune(int argc, char **argv) {
         return cli_usage_error(usage, "tune", "%s", err.msg);
       o.timing.samples = (int)n;
     } else if ((r = cli_arg_value(argc, argv, &i, "--sample-ms", &val))) {
-      if (r > 0 && parse_num("--sample-ms", val, 0, &x, &err) != LM_OK)
+      if (r > 0 && cli_parse_nonneg("--sample-ms", val, &x, 0, &err) != LM_OK)
         return cli_usage_error(usage, "tune", "%s", err.msg);
       if (r > 0)
         o.timing.sample_ms = x;

@@ -6,6 +6,7 @@
  * open-addressing table of FNV-1a hashes over entries whose key bytes are
  * kept in one growing buffer (offsets, so a grown buffer moves nothing the
  * table refers to). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,4 +117,20 @@ lm_status lm_strset_add(lm_strset *s, const void *key, size_t len,
 lm_status lm_strset_add_str(lm_strset *s, const char *key, int64_t value,
                             int64_t *prior) {
   return lm_strset_add(s, key, strlen(key), value, prior);
+}
+
+void lm_list_add(char *buf, size_t n, const char *item) {
+  if (!item || !*item || n == 0)
+    return;
+  size_t len = strlen(item);
+  for (const char *p = buf; *p;) {
+    const char *q = strchr(p, ',');
+    size_t l = q ? (size_t)(q - p) : strlen(p);
+    if (l == len && strncmp(p, item, len) == 0)
+      return;
+    p = q ? q + 1 : p + l;
+  }
+  size_t used = strlen(buf);
+  if (used + 1 < n)
+    snprintf(buf + used, n - used, "%s%s", used ? "," : "", item);
 }

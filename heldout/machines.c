@@ -12,29 +12,13 @@
 #include "lanemap/heldout.h"
 #include "lanemap/records.h"
 
-/* Add node to the comma-separated list unless it is there. */
-static void add_node(char *nodes, size_t n, const char *node) {
-  if (!node || !*node)
-    return;
-  size_t len = strlen(node);
-  for (const char *p = nodes; *p;) {
-    const char *q = strchr(p, ',');
-    size_t l = q ? (size_t)(q - p) : strlen(p);
-    if (l == len && strncmp(p, node, len) == 0)
-      return;
-    p = q ? q + 1 : p + l;
-  }
-  size_t used = strlen(nodes);
-  snprintf(nodes + used, n - used, "%s%s", used ? "," : "", node);
-}
-
 static lm_status add_case(lm_eval_machine *m, int list_n, int idx,
                           const char *node, lm_error *err) {
   if (!m->has && !(m->has = calloc((size_t)list_n + 1, 1)))
     return lm_error_set(err, LM_ESYS, "out of memory");
   m->ncases += !m->has[idx];
   m->has[idx] = 1;
-  add_node(m->nodes, sizeof m->nodes, node);
+  lm_list_add(m->nodes, sizeof m->nodes, node);
   return LM_OK;
 }
 

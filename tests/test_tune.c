@@ -45,15 +45,20 @@ typedef struct tuned {
   lm_tune_result r;
 } tuned;
 
-static void tune(tuned *t, const lm_tune_opts *o) {
+/* Tune the workload with profile p (taken), or the defaults when NULL. */
+static void tune_with(tuned *t, const lm_tune_opts *o, lm_profile *p) {
   lm_error err = {0};
   memset(t, 0, sizeof *t);
   cr_assert_eq(lm_workload_load(workload(), &t->w, &err), LM_OK, "%s", err.msg);
-  cr_assert_eq(lm_profile_default(LM_ISA_HOST, &t->p, &err), LM_OK, "%s",
-               err.msg);
+  if (!p)
+    cr_assert_eq(lm_profile_default(LM_ISA_HOST, &p, &err), LM_OK, "%s",
+                 err.msg);
+  t->p = p;
   const lm_profile *ps[1] = {t->p};
   cr_assert_eq(lm_tune(t->w, ps, o, &t->r, &err), LM_OK, "%s", err.msg);
 }
+
+static void tune(tuned *t, const lm_tune_opts *o) { tune_with(t, o, NULL); }
 
 static void tuned_free(tuned *t) {
   lm_tune_result_free(&t->r);
@@ -233,13 +238,10 @@ Test(tune, near_ties_beyond_the_top_k_are_measured) {
   lm_tune_opts o;
   quick_opts(&o, run_tmp("r.jsonl"));
   o.measure = 1;
+  tuned t;
+  tune_with(&t, &o, support_defaults_with_bootstrap(40, wide));
+  const lm_tune_result r = t.r;
   lm_error err = {0};
-  lm_workload *w = NULL;
-  cr_assert_eq(lm_workload_load(workload(), &w, &err), LM_OK, "%s", err.msg);
-  lm_profile *p = support_defaults_with_bootstrap(40, wide);
-  const lm_profile *ps[1] = {p};
-  lm_tune_result r;
-  cr_assert_eq(lm_tune(w, ps, &o, &r, &err), LM_OK, "%s", err.msg);
   cr_expect_gt(r.unsure, 0, "no near tie under resamples this wide");
   cr_expect_eq(r.candidates, r.buckets + r.unsure);
   cr_expect_eq(r.measured + r.failed, r.candidates);
@@ -256,9 +258,7 @@ Test(tune, near_ties_beyond_the_top_k_are_measured) {
   cr_expect_eq(unsure, r.unsure);
   cr_expect_eq(top, r.buckets);
   lm_records_free(&rs);
-  lm_tune_result_free(&r);
-  lm_profile_free(p);
-  lm_workload_free(w);
+  tuned_free(&t);
 }
 
 /* K = 0 measures only the unsure buckets, and in each exactly the near
@@ -267,13 +267,12 @@ Test(tune, measure_0_takes_the_unsure_buckets_the_plan_lists) {
   lm_tune_opts o;
   quick_opts(&o, run_tmp("r.jsonl"));
   o.measure = 0;
+  tuned t;
+  tune_with(&t, &o, support_defaults_with_bootstrap(40, wide));
+  const lm_tune_result r = t.r;
+  const lm_workload *w = t.w;
+  const lm_profile *ps[1] = {t.p};
   lm_error err = {0};
-  lm_workload *w = NULL;
-  cr_assert_eq(lm_workload_load(workload(), &w, &err), LM_OK, "%s", err.msg);
-  lm_profile *p = support_defaults_with_bootstrap(40, wide);
-  const lm_profile *ps[1] = {p};
-  lm_tune_result r;
-  cr_assert_eq(lm_tune(w, ps, &o, &r, &err), LM_OK, "%s", err.msg);
   cr_expect_eq(r.candidates, r.unsure);
   cr_expect_eq(r.sure_buckets + r.measured_buckets, r.buckets);
   /* the plan solve makes from the same predictions */
@@ -310,9 +309,7 @@ Test(tune, measure_0_takes_the_unsure_buckets_the_plan_lists) {
   lm_plan_free(plan);
   lm_solve_result_free(&sr);
   lm_plan_problem_free(&pp);
-  lm_tune_result_free(&r);
-  lm_profile_free(p);
-  lm_workload_free(w);
+  tuned_free(&t);
 }
 
 /* The defaults alone have no resamples: only the top K is measured. */

@@ -51,6 +51,7 @@ typedef struct Tune {
   char fp[17];        /* this machine's type */
   char node[256];     /* its host name */
   char protocol[128]; /* how a bucket is timed: resumed only if equal */
+  char (*hash)[17];   /* [nkernels] lm_kernel_hash, once per kernel */
   double t0;
   /* records of earlier calls: key -> index into med/ver */
   lm_strset *seen;
@@ -159,12 +160,11 @@ static lm_status append(const Tune *t, int ki, int b, const char *variant,
   const lm_workload_kernel *wk = &t->w->kernels[ki];
   lm_record r;
   lm_record_init(&r);
-  char hash[17];
-  lm_kernel_hash(wk->k, hash);
   lm_status st = LM_OK;
   int ok = (r.kernel = strdup(wk->resolved)) &&
-           (r.kernel_hash = strdup(hash)) && (r.variant = strdup(variant)) &&
-           (r.isa = strdup(isa)) && (r.fingerprint = strdup(t->fp)) &&
+           (r.kernel_hash = strdup(t->hash[ki])) &&
+           (r.variant = strdup(variant)) && (r.isa = strdup(isa)) &&
+           (r.fingerprint = strdup(t->fp)) &&
            (!wk->extra || (r.extra_syms = strdup(wk->extra)));
   r.R = wk->buckets[b].R;
   r.C = wk->buckets[b].C;
@@ -352,8 +352,7 @@ static int resume_bucket(Tune *t, int ki, int s, int b, Cells *c) {
   const lm_plan_pkernel *pk = &t->pp.pk[ki];
   const lm_workload_kernel *wk = &t->w->kernels[ki];
   int nv = pk->nvariants;
-  char hash[17];
-  lm_kernel_hash(wk->k, hash);
+  const char *hash = t->hash[ki];
   double *ns = malloc(sizeof *ns * ((size_t)nv + 1));
   int all = ns != NULL;
   for (int v = 0; v < nv && all; v++) {
@@ -504,6 +503,10 @@ lm_status lm_tune(const lm_workload *w, const lm_profile *const *profiles,
   if (st == LM_OK)
     st = read_records(&t, err); /* resume */
   int nk = st == LM_OK ? t.pp.p.nkernels : 0, done = 0;
+  if (nk > 0 && !(t.hash = malloc(sizeof *t.hash * (size_t)nk)))
+    st = lm_error_set(err, LM_ESYS, "out of memory"), nk = 0;
+  for (int ki = 0; ki < nk; ki++)
+    lm_kernel_hash(w->kernels[ki].k, t.hash[ki]);
   for (int ki = 0; ki < nk; ki++)
     out->buckets += t.pp.k[ki].nbuckets;
   for (int ki = 0; ki < nk && st == LM_OK; ki++) { /* pick, measure */
@@ -530,6 +533,7 @@ lm_status lm_tune(const lm_workload *w, const lm_profile *const *profiles,
   lm_plan_problem_free(&t.pp);
   lm_strset_free(t.seen);
   free(t.med);
+  free(t.hash);
   out->total_s = now_s() - t.t0;
   if (st != LM_OK)
     lm_tune_result_free(out);

@@ -138,6 +138,10 @@ lm_status lm_strset_add(lm_keep lm_strset *s, const void *key, size_t len,
                         int64_t value, int64_t *prior);
 lm_status lm_strset_add_str(lm_keep lm_strset *s, const char *key,
                             int64_t value, int64_t *prior);
+/* Append item to the comma-separated list in buf[0..n) unless it is one
+ * of its entries already (a list of host names, say); the list is cut
+ * at n - 1 bytes, always terminated.  NULL or "" adds nothing. */
+void lm_list_add(char *buf, size_t n, const char *item);
 /* The value key was added with, -1 when it is not in the set. */
 int64_t lm_strset_get_str(lm_keep const lm_strset *s, const char *key);
 
