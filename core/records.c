@@ -559,6 +559,8 @@ static lm_status records_text(const char *path, const lm_records *rs,
     len += n;
     free(line);
   }
+  if (buf)
+    buf[len] = '\0'; /* room was kept for it */
   *out = buf;
   *outn = len;
   return LM_OK;

@@ -216,6 +216,36 @@ Test(records, appends_read_back_in_order) {
   lm_records_free(&rs);
 }
 
+/* The text of a file is NUL-terminated at its length, as the header says:
+ * bindings read it as a C string. */
+Test(records, to_text_is_terminated_and_reads_back) {
+  const char *path = tmp_path("t.jsonl");
+  lm_error err = {0};
+  lm_record r[2];
+  for (int i = 0; i < 2; i++) {
+    full_record(&r[i], i ? "v1" : "v0", 1e-6 * (i + 1));
+    cr_assert_eq(lm_records_append(path, &r[i], &err), LM_OK, "%s", err.msg);
+  }
+  lm_records rs;
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  char *text = NULL;
+  size_t n = 0;
+  cr_assert_eq(lm_records_to_text(&rs, &text, &n, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(strlen(text), n);
+  cr_expect_eq(text[n - 1], '\n');
+  lm_records back;
+  cr_assert_eq(lm_records_from_text("t", text, strlen(text), &back, &err), LM_OK,
+               "%s", err.msg);
+  cr_assert_eq(back.n, 2);
+  for (int i = 0; i < 2; i++) {
+    expect_same(&r[i], &back.r[i]);
+    lm_record_free(&r[i]);
+  }
+  free(text);
+  lm_records_free(&back);
+  lm_records_free(&rs);
+}
+
 Test(records, concurrent_appends_from_processes_interleave_whole_lines) {
   const char *path = tmp_path("c.jsonl");
   enum { PROCS = 4, EACH = 50 };
