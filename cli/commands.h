@@ -54,6 +54,13 @@ lm_status cli_oracle_record(const char *file, const lm_kernel *k,
                             const lm_shape *shape, uint64_t seed,
                             const char *case_id, lm_give cJSON **out,
                             lm_error *err);
+/* ---- buffers as .npy files (cli/dump.c) -----------------------------------
+ * `--dump DIR` of oracle and run: DIR (created) gets NAME.npy for every
+ * buffer parameter NAME of d, in its element type; with o, outputs hold
+ * the oracle's FP64 results instead of d's. */
+lm_status cli_dump_data(const char *dir, const lm_kernel *k, const lm_data *d,
+                        const lm_oracle *o, lm_error *err);
+
 /* The shape [R, C] of a bound shape as the suite writes it: C is the second
  * dim of the kernel's first 2-D buffer. */
 int64_t cli_shape_cols(const lm_kernel *k, const lm_shape *shape);

@@ -14,7 +14,7 @@
 #include "lanemap/cases.h"
 
 static const char usage[] =
-    "usage: lanemap oracle FILE --shape R,C [--seed N] [--out F.jsonl]\n"
+    "usage: lanemap oracle FILE --shape R,C [--seed N] [--out F.jsonl] [--dump DIR]\n"
     "       lanemap oracle --suite SUITE.json [--seed N] [--out F.jsonl]\n"
     "  Generate seeded inputs, run the FP64 oracle, print one JSON record per\n"
     "  case (schema lanemap.oracle/1) with the oracle's output summary.\n"
@@ -22,6 +22,8 @@ static const char usage[] =
     "  --suite F    every case of a suite file (paths relative to it)\n"
     "  --seed N     input generator seed, 0 <= N < 2^53 (default 1)\n"
     "  --out F      write the records to F atomically instead of stdout\n"
+    "  --dump DIR   write the inputs, and the oracle's outputs in FP64, as\n"
+    "               DIR/NAME.npy, one per buffer (NumPy's format)\n"
     "exit codes: 0 ok, 2 bad kernel, shape, suite or usage, 3 cannot write\n";
 
 int64_t cli_shape_cols(const lm_kernel *k, const lm_shape *shape) {
@@ -99,11 +101,27 @@ static lm_status append_record(char **buf, size_t *len, cJSON *rec,
   return LM_OK;
 }
 
+/* The inputs and the oracle's outputs of one case, for --dump. */
+static lm_status dump_case(const char *dir, const lm_kernel *k,
+                           const lm_shape *shape, uint64_t seed,
+                           lm_error *err) {
+  lm_data *data = NULL;
+  lm_oracle *oracle = NULL;
+  lm_status st = lm_data_gen(k, shape, seed, &data, err);
+  if (st == LM_OK)
+    st = lm_oracle_run(k, data, &oracle, err);
+  if (st == LM_OK)
+    st = cli_dump_data(dir, k, data, oracle, err);
+  lm_oracle_free(oracle);
+  lm_data_free(data);
+  return st;
+}
+
 /* One kernel file at one shape; with `extra` for a suite's extra dims. */
 static lm_status run_one(const char *file, const char *shape_text, int64_t R,
                          int64_t C, const char *extra, uint64_t seed,
-                         const char *case_id, char **buf, size_t *len,
-                         lm_error *err) {
+                         const char *case_id, const char *dump, char **buf,
+                         size_t *len, lm_error *err) {
   lm_kernel *k = NULL;
   cJSON *rec = NULL;
   lm_shape shape;
@@ -120,6 +138,8 @@ static lm_status run_one(const char *file, const char *shape_text, int64_t R,
     goto error;
   }
   st = cli_oracle_record(file, k, &shape, seed, case_id, &rec, err);
+  if (st == LM_OK && dump)
+    st = dump_case(dump, k, &shape, seed, err);
   if (st != LM_OK)
     goto error;
   st = append_record(buf, len, rec, err);
@@ -137,8 +157,8 @@ static lm_status run_suite(const char *path, uint64_t seed, char **buf,
     return st;
   for (int i = 0; i < suite.n && st == LM_OK; i++) {
     const lm_case *c = &suite.c[i];
-    st = run_one(c->kernel, NULL, c->R, c->C, c->extra, seed, c->id, buf, len,
-                 err);
+    st = run_one(c->kernel, NULL, c->R, c->C, c->extra, seed, c->id, NULL, buf,
+                 len, err);
   }
   lm_cases_free(&suite);
   return st;
@@ -146,7 +166,7 @@ static lm_status run_suite(const char *path, uint64_t seed, char **buf,
 
 int cmd_oracle(int argc, char **argv) {
   const char *file = NULL, *shape = NULL, *suite = NULL, *out = NULL,
-             *seed_text = NULL;
+             *seed_text = NULL, *dump = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r = 0;
@@ -157,7 +177,8 @@ int cmd_oracle(int argc, char **argv) {
     if ((r = cli_arg_value(argc, argv, &i, "--shape", &shape)) ||
         (r = cli_arg_value(argc, argv, &i, "--suite", &suite)) ||
         (r = cli_arg_value(argc, argv, &i, "--seed", &seed_text)) ||
-        (r = cli_arg_value(argc, argv, &i, "--out", &out))) {
+        (r = cli_arg_value(argc, argv, &i, "--out", &out)) ||
+        (r = cli_arg_value(argc, argv, &i, "--dump", &dump))) {
       if (r < 0)
         return cli_usage_error(usage, "oracle", "missing option value");
     } else if (a[0] == '-' && a[1] != 0) {
@@ -168,9 +189,9 @@ int cmd_oracle(int argc, char **argv) {
       file = a;
     }
   }
-  if (suite && (file || shape))
+  if (suite && (file || shape || dump))
     return cli_usage_error(usage, "oracle",
-                           "--suite takes no kernel file or --shape");
+                           "--suite takes no kernel file, --shape or --dump");
   if (!suite && (!file || !shape))
     return cli_usage_error(usage, "oracle",
                            "give a kernel FILE with --shape, or --suite");
@@ -184,7 +205,8 @@ int cmd_oracle(int argc, char **argv) {
     st = cli_parse_u64("--seed", seed_text, CLI_SEED_MAX, &seed, &err);
   if (st == LM_OK)
     st = suite ? run_suite(suite, seed, &buf, &len, &err)
-               : run_one(file, shape, 0, 0, NULL, seed, NULL, &buf, &len, &err);
+               : run_one(file, shape, 0, 0, NULL, seed, NULL, dump, &buf, &len,
+                         &err);
   if (st == LM_OK && out)
     st = lm_file_write_atomic(out, buf ? buf : "", len, &err);
   else if (st == LM_OK && len > 0 && fwrite(buf, 1, len, stdout) != len)

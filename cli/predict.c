@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "lanemap/calibrate.h"
+#include "lanemap/json.h"
 
 static const char usage[] =
     "usage: lanemap predict KERNEL --shape R,C [--variant V[,V...] | --all]\n"
@@ -167,7 +168,13 @@ int cmd_predict(int argc, char **argv) {
           cJSON_AddNumberToObject(o, "count", rk[i].p.f.n[t]);
           cJSON_AddNumberToObject(o, "ns", rk[i].p.term_ns[t]);
         }
-      char *txt = cJSON_PrintUnformatted(j);
+      /* numbers as the shortest text that reads back exactly */
+      char *txt = lm_json_exact(j, &err) == LM_OK ? cJSON_PrintUnformatted(j) : NULL;
+      if (!txt) {
+        cJSON_Delete(j);
+        s = err.msg[0] ? err.status : lm_error_set(&err, LM_ESYS, "out of memory");
+        goto done;
+      }
       puts(txt);
       free(txt);
       cJSON_Delete(j);

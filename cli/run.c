@@ -21,19 +21,21 @@
 
 static const char usage[] =
     "usage: lanemap run KERNEL --shape R,C (--variant V[,V...] | --all-variants [--isa I])\n"
-    "                  [--verify] [--seed N] [--json]\n"
+    "                  [--verify] [--seed N] [--json] [--dump DIR]\n"
     "       lanemap run --plan PLAN --workload W [--verify] [--seed N] [--json]\n"
     "  Compile each variant, run it over all R instances of seeded inputs.\n"
     "  --verify      compare every output with the FP64 oracle (guards, sentinels)\n"
     "  --all-variants every legal variant on each ISA target this machine runs\n"
     "  --isa I       with --all-variants: only sse4.2, avx2, avx512 or host\n"
     "  --json        one JSON object per variant (or bucket) on stdout\n"
+    "  --dump DIR    with one variant: write its inputs and outputs after the\n"
+    "                run as DIR/NAME.npy, one per buffer (NumPy's format)\n"
     "  --plan PLAN   compile the plan and run every bucket of --workload W through\n"
     "                its dispatched variant (a plan of another machine warns)\n"
     "exit codes: 0 ok, 1 a variant or bucket failed verification, 2 bad input\n";
 
 typedef struct run_opts {
-  const char *file, *shape, *variants, *isa, *plan, *workload;
+  const char *file, *shape, *variants, *isa, *plan, *workload, *dump;
   int all, verify, json;
   uint64_t seed;
 } run_opts;
@@ -58,6 +60,8 @@ static int parse(int argc, char **argv, run_opts *o) {
       o->plan = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--workload", &val)))
       o->workload = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--dump", &val)))
+      o->dump = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--seed", &val))) {
       if (r > 0 && cli_parse_u64("--seed", val, CLI_SEED_MAX, &o->seed, &err) != LM_OK)
         return cli_usage_error(usage, "run", "%s", err.msg);
@@ -79,9 +83,10 @@ static int parse(int argc, char **argv, run_opts *o) {
   if (o->plan || o->workload) {
     if (!o->plan || !o->workload)
       return cli_usage_error(usage, "run", "--plan and --workload go together");
-    if (o->file || o->shape || o->variants || o->all)
+    if (o->file || o->shape || o->variants || o->all || o->dump)
       return cli_usage_error(usage, "run",
-                             "--plan takes its kernels and shapes from the workload");
+                             "--plan takes its kernels and shapes from the workload"
+                             " (and dumps nothing)");
     return LM_OK;
   }
   if (!o->file)
@@ -90,6 +95,8 @@ static int parse(int argc, char **argv, run_opts *o) {
     return cli_usage_error(usage, "run", "--shape R,C is required");
   if (!o->all && !o->variants)
     return cli_usage_error(usage, "run", "give --variant V or --all-variants");
+  if (o->dump && (o->all || strchr(o->variants, ',')))
+    return cli_usage_error(usage, "run", "--dump takes one --variant");
   return LM_OK;
 }
 
@@ -299,6 +306,8 @@ int cmd_run(int argc, char **argv) {
     if (vs_s != LM_OK && vs_s != LM_EFAIL && (int)vs_s > (int)s)
       s = vs_s;
   }
+  if (o.dump && !failed && (s = cli_dump_data(o.dump, k, d, NULL, &err)) != LM_OK)
+    fprintf(stderr, "lanemap run: %s\n", err.msg);
   if (!o.json)
     printf("%d variants: %d ok, %d failed\n", nv, nv - failed, failed);
   if (failed && s == LM_OK)
