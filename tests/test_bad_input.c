@@ -349,6 +349,13 @@ Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
       {{"emit", RMS, "--variant", REREAD, "--object", "/tmp/lanemap-never.o", "--header",
         "/tmp/lanemap-never.h", "--symbol", "1bad name", NULL},
        "'1bad name' is not a C identifier"},
+      {{"run", RMS, "--shape", "4,8", "--variant", REREAD "," REREAD, "--dump",
+        "/tmp/lanemap-never", NULL},
+       "--dump takes one --variant"},
+      {{"run", RMS, "--shape", "4,8", "--all-variants", "--dump", "/tmp/lanemap-never", NULL},
+       "--dump takes one --variant"},
+      {{"oracle", "--suite", "kernels/suite.json", "--dump", "/tmp/lanemap-never", NULL},
+       "--suite takes no kernel file, --shape or --dump"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     Run r = run_argv(cases[i].args);
@@ -359,6 +366,7 @@ Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
   }
   cr_expect_neq(access("/tmp/lanemap-never.json", F_OK), 0);
   cr_expect_neq(access("/tmp/lanemap-never.o", F_OK), 0);
+  cr_expect_neq(access("/tmp/lanemap-never", F_OK), 0);
 }
 
 /* ---- NaN and Inf in the data ---------------------------------------------------- */
@@ -461,6 +469,10 @@ Test(bad_input, outputs_that_cannot_be_written_exit_3_naming_the_path) {
       {{"emit", RMS, "--variant", REREAD, "--object", "/nonexistent/x.o", "--header",
         "/nonexistent/x.h", "--symbol", "f", NULL},
        "/nonexistent/x.o: cannot write: No such file or directory"},
+      {{"oracle", RMS, "--shape", "4,8", "--dump", "/etc/passwd/d", NULL},
+       "/etc/passwd/d: cannot create the folder: Not a directory"},
+      {{"run", RMS, "--shape", "4,8", "--variant", REREAD, "--dump", "/etc/passwd/d", NULL},
+       "/etc/passwd/d: cannot create the folder: Not a directory"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     Run r = run_argv(cases[i].args);
