@@ -9,7 +9,7 @@ copyright = "the lanemap developers"
 release = os.environ.get("LANEMAP_VERSION", "0.1.0")
 version = release
 
-extensions = ["myst_parser", "breathe"]
+extensions = ["myst_parser", "breathe", "sphinx.ext.autodoc"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "build*", "CMakeLists.txt", "Doxyfile.in"]
@@ -30,6 +30,16 @@ breathe_projects = {
 }
 breathe_default_project = "lanemap"
 breathe_domain_by_extension = {"h": "c", "c": "c"}
+
+# autodoc: the Python package's pages (python.md) come from its docstrings.
+# Its one compiled module, the CFFI binding, is mocked, so the guide builds
+# without building the package first.
+import sys
+
+sys.path.insert(0, os.path.join(_here, "..", "python"))
+autodoc_mock_imports = ["lanemap._native"]
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
 
 html_theme = "alabaster"
 html_title = f"lanemap {release}"

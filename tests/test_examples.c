@@ -1,8 +1,8 @@
 /* The examples run as a pipeline would run them: examples/pipeline.c (the
  * autotuning loop, with the default profile and short timing so the test
  * stays quick) on two bundled kernels, checking what it prints against the
- * records it appends; and examples/python/lanemap_ctypes.py through
- * ctypes, skipped when python3 is missing. */
+ * records it appends.  examples/python/pipeline.py runs in the Python
+ * package's tests (tests/python/run.sh). */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -16,7 +16,6 @@
 #include "tests/support/run.h"
 
 #define PIPELINE LANEMAP_LIBDIR "/examples/pipeline"
-#define PYEXAMPLE LANEMAP_SOURCE_DIR "/examples/python/lanemap_ctypes.py"
 #define KDIR LANEMAP_SOURCE_DIR "/kernels/"
 
 TestSuite(examples, .init = run_tmp_make, .fini = run_tmp_remove,
@@ -95,50 +94,4 @@ Test(examples, pipeline_bad_input) {
   free(out);
   free(err);
   cr_expect(!run_exists(run_tmp("r.jsonl")));
-}
-
-static void need_python(void) {
-  if (sh("command -v python3 > /dev/null 2>&1") != 0)
-    cr_skip_test("python3 not found: the ctypes example needs apt-get "
-                 "install python3");
-  /* python3 is not built with the sanitizer runtime, so it cannot load a
-   * sanitizer build of liblanemap; the release build runs these tests. */
-  if (strstr(LANEMAP_CFLAGS, "-fsanitize"))
-    cr_skip_test("a sanitizer build of liblanemap cannot be loaded into "
-                 "python3; the release build runs the ctypes example");
-}
-
-Test(examples, python_predicts_and_solves) {
-  need_python();
-  char cmd[2048], *out, *err;
-  snprintf(cmd, sizeof cmd,
-           "python3 '%s' --lib '%s/liblanemap.so' --cap 1 '%srmsnorm.lk' "
-           "1,4096:10 512,1024 7,33 -- '%slayernorm.lk' 64,768",
-           PYEXAMPLE, LANEMAP_LIBDIR, KDIR, KDIR);
-  int rc = run_sh(cmd, &out, &err);
-  cr_assert_eq(rc, 0, "exit %d\n%s%s", rc, out, err);
-  char want[64];
-  snprintf(want, sizeof want, "lanemap %s\n", LANEMAP_VERSION_STRING);
-  cr_expect(strncmp(out, want, strlen(want)) == 0, "%s", out);
-  cr_expect_eq(run_count_lines(out, "predict "), 4, "%s", out);
-  cr_expect_eq(run_count_lines(out, "solve rmsnorm.lk "), 3, "%s", out);
-  cr_expect_eq(run_count_lines(out, "solve layernorm.lk "), 1, "%s", out);
-  /* cap 1: one variant per kernel, two kernels */
-  cr_expect_eq(run_count_lines(out, "solve: optimal, objective "), 1, "%s",
-               out);
-  cr_expect(strstr(out, ", 2 compiled, 100.0 ms compile") != NULL, "%s", out);
-  free(out);
-  free(err);
-}
-
-Test(examples, python_bad_input) {
-  need_python();
-  char cmd[2048], *out, *err;
-  snprintf(cmd, sizeof cmd,
-           "python3 '%s' --lib '%s/liblanemap.so' '%srmsnorm.lk' 8x",
-           PYEXAMPLE, LANEMAP_LIBDIR, KDIR);
-  cr_expect_eq(run_sh(cmd, &out, &err), 2, "%s%s", out, err);
-  cr_expect(strstr(err, "lanemap_ctypes: ") != NULL, "%s", err);
-  free(out);
-  free(err);
 }

@@ -1,0 +1,81 @@
+"""The held-out evaluation (``lanemap evaluate``)."""
+import os
+from typing import List, Optional, Sequence, Tuple, Union
+
+from ._core import InputError, Progress, c_path, call, ffi, lib, text, \
+    to_python
+from .kernel import isa_name, isa_value
+
+PathLike = Union[str, os.PathLike]
+
+
+def bundled_cases() -> str:
+    """The held-out case list installed with the library
+    (PREFIX/share/lanemap/heldout/cases.json)."""
+    libdir = ffi.string(lib.lanemap_py_libdir).decode()
+    return os.path.normpath(os.path.join(libdir, "..", "share", "lanemap",
+                                         "heldout", "cases.json"))
+
+
+def evaluate(out: PathLike, cases: Optional[PathLike] = None,
+             isa: Sequence[str] = (), quick: bool = False,
+             profile: Optional[PathLike] = None, fresh: bool = False,
+             accept_noisy: bool = False,
+             shard: Optional[Tuple[int, int]] = None, seed: int = 1,
+             cross: Optional[Union[str, bool]] = None,
+             progress=None) -> dict:
+    """Held-out regret of the plan and the baseline policies
+    (``lm_evaluate``): per ISA target take the profile (given, cached, or
+    calibrated and cached), predict, solve, compile, measure every variant
+    and the plan's picks, score, and write ``out/report.md`` with records,
+    plans and plots per target.  A later call with the same ``out`` resumes
+    from the records unless ``fresh``.
+
+    Returns the result as a dict: ``targets`` (one per ISA target and
+    machine type: regret ``stats`` per policy, verdict counts, wall
+    times), ``failures``, ``noisy``, ``cases``, ``noise``, ``total_s``,
+    and ``notes``: the (warning, line) pairs the library reported.
+    ``shard`` = (i, n) evaluates block i of n of the cases."""
+    o = ffi.new("lm_evaluate_options *")
+    lib.lm_evaluate_options_defaults(o)
+    keep = [c_path(cases if cases is not None else bundled_cases()),
+            c_path(out), c_path(profile)]
+    o.cases, o.out, o.profile = keep
+    isas = list(isa)
+    if len(isas) > lib.LM_EVALUATE_MAX_ISAS:
+        raise InputError("isa: at most %d targets" %
+                         lib.LM_EVALUATE_MAX_ISAS)
+    for i, name in enumerate(isas):
+        o.isa[i] = isa_value(name)
+    o.nisa = len(isas)
+    if cross is False:
+        o.cross = 0
+    elif isinstance(cross, str):
+        o.cross, o.cross_isa = 1, isa_value(cross)
+    o.quick, o.fresh = int(quick), int(fresh)
+    o.accept_noisy = lib.lm_profile_accept_noisy(int(accept_noisy))
+    if shard is not None:
+        o.shard_i, o.shard_n = shard
+    o.seed = seed
+    res = ffi.new("lm_evaluate_result *")
+    with Progress(progress, "evaluate") as pr:
+        o.note = lib._lm_py_eval_note
+        o.ctx = pr.handle
+        if pr.active:
+            o.progress = lib._lm_py_eval_progress
+        call(lib.lm_evaluate, o, res)
+    result = to_python(res[0])
+    targets = result["target"][:result.pop("ntargets")]
+    policies = _policy_names()
+    for t in targets:
+        t["isa"] = isa_name(t["isa"])
+        t["cross_isa"] = isa_name(t["cross_isa"]) if t["has_cross"] else None
+        t["stats"] = dict(zip(policies, t["stats"]))
+    result["targets"] = targets
+    del result["target"]
+    result["notes"] = pr.notes
+    return result
+
+
+def _policy_names() -> List[str]:
+    return [text(lib.lm_policy_name(p)) for p in range(lib.LM_POLICY__COUNT)]

@@ -1,0 +1,92 @@
+"""Profiles, calibration and evaluate."""
+import json
+import os
+
+import pytest
+
+import lanemap
+
+
+def test_default_profile_round_trip(tmp_path):
+    p = lanemap.Profile.default("avx2")
+    assert p.isa == "x86-64-v3" and p.mode == "default"
+    assert len(p.fingerprint["hash"]) == 16
+    assert "vop" in p.terms and p.terms["vop"]["coef"] > 0
+    p.save(tmp_path / "p.json")
+    q = lanemap.Profile.load(tmp_path / "p.json")
+    assert q.to_json() == p.to_json()
+    assert q.warning == ""
+
+
+def test_bad_profiles(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "lanemap.profile/1"}))
+    with pytest.raises(lanemap.InputError, match="bad.json"):
+        lanemap.Profile.load(bad)
+    with pytest.raises(lanemap.InputError):
+        lanemap.Profile.load(tmp_path / "missing.json")
+    # the test's own cache is empty
+    with pytest.raises(lanemap.InputError, match="calibrate"):
+        lanemap.Profile.cached("avx2")
+
+
+def test_calibrate_quick_and_predict_with_it(cli, kernel_path, tmp_path):
+    """A quick calibration, then predictions with the fitted profile (with
+    its bootstrap interval) equal to the CLI's with the same file."""
+    steps = []
+    prof = lanemap.calibrate("avx2", quick=True, path=tmp_path / "q.json",
+                             accept_noisy=True,
+                             progress=lambda d, t, w: steps.append(d))
+    assert prof.mode == "quick" and steps
+    assert os.path.exists(prof.path)
+    path = kernel_path("layernorm")
+    rows = cli.jsonl("predict", path, "--shape", "17,300", "--isa", "avx2",
+                     "--profile", prof.path, "--accept-noisy", "--json",
+                     "--explain")
+    k = lanemap.Kernel.load(path)
+    got = {p["variant"]: p for p in k.predict(
+        "17,300", profile=lanemap.Profile.load(prof.path, accept_noisy=True),
+        explain=True, isa="avx2")}
+    for r in rows:
+        p = got[r["variant"]]
+        assert (p["predicted_ns"], p["p5_ns"], p["p95_ns"]) == \
+            (r["predicted_ns"], r["p5_ns"], r["p95_ns"])
+        assert p["terms"] == r["terms"]
+
+
+def test_evaluate_two_cases(tmp_path, source_dir):
+    cases = {"schema": "lanemap.cases/1", "cases": [
+        {"id": "rmsnorm-9x40",
+         "kernel": os.path.join(source_dir, "kernels", "rmsnorm.lk"),
+         "shape": [9, 40]},
+        {"id": "swiglu-3x64",
+         "kernel": os.path.join(source_dir, "kernels", "swiglu.lk"),
+         "shape": [3, 64]}]}
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    lanemap.Profile.default("avx2").save(tmp_path / "p.json")
+    seen = []
+    res = lanemap.evaluate(tmp_path / "out", cases=tmp_path / "cases.json",
+                           isa=["avx2"], quick=True, cross=False,
+                           profile=tmp_path / "p.json", accept_noisy=True,
+                           progress=lambda d, t, w: seen.append(w))
+    assert res["cases"] == 2 and res["failures"] == 0
+    t = res["targets"][0]
+    assert t["isa"] == "x86-64-v3" and t["ncases"] == 2
+    assert t["stats"]["plan"]["n"] == 2
+    assert seen and res["notes"]
+    assert (tmp_path / "out" / "report.md").exists()
+    rows = lanemap.read_records(tmp_path / "out" / "x86-64-v3" /
+                                "records.jsonl")
+    assert {r["case"] for r in rows} == {"rmsnorm-9x40", "swiglu-3x64"}
+    again = lanemap.evaluate(tmp_path / "out", cases=tmp_path / "cases.json",
+                             isa=["avx2"], quick=True, cross=False,
+                             profile=tmp_path / "p.json", accept_noisy=True,
+                             progress=False)
+    assert again["targets"][0]["measured"] == 0
+
+
+def test_evaluate_bad_input(tmp_path):
+    with pytest.raises(lanemap.InputError):
+        lanemap.evaluate(tmp_path / "out", cases=tmp_path / "none.json",
+                         progress=False)
+    assert os.path.exists(lanemap.bundled_cases())
