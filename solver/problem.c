@@ -36,7 +36,9 @@ void lm_plan_problem_free(lm_plan_problem *pp) {
   memset(pp, 0, sizeof *pp);
 }
 
-static const lm_workload_bucket *sort_base;
+/* qsort's comparator has no context argument: the buckets it sorts are
+ * per thread, so two threads building problems never mix them. */
+static _Thread_local const lm_workload_bucket *sort_base;
 static int by_c_then_r(const void *a, const void *b) {
   const lm_workload_bucket *x = &sort_base[*(const int *)a],
                            *y = &sort_base[*(const int *)b];

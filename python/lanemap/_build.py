@@ -43,7 +43,8 @@ def _pkg_config(*args):
 
 
 def find_library():
-    """Include dirs, library dirs and libraries of the installed lanemap."""
+    """Include dirs, library dirs, libraries and the data folder
+    (PREFIX/share/lanemap) of the installed lanemap."""
     prefix = os.environ.get("LANEMAP_PREFIX")
     if prefix:
         prefix = os.path.abspath(prefix)
@@ -53,13 +54,15 @@ def find_library():
         if not libdirs:
             sys.exit("lanemap: no liblanemap.so under %s/lib" % prefix)
         incs = [os.path.join(prefix, "include"), "/usr/include/cjson"]
-        return incs, libdirs, ["lanemap"]
+        return incs, libdirs, ["lanemap"], os.path.join(prefix, "share",
+                                                         "lanemap")
     cflags = _pkg_config("--cflags")
     libs = _pkg_config("--libs")
     incs = [os.path.normpath(f[2:]) for f in cflags if f.startswith("-I")]
     libdirs = [os.path.normpath(f[2:]) for f in libs if f.startswith("-L")]
     names = [f[2:] for f in libs if f.startswith("-l")]
-    return incs, libdirs, names
+    datadir = os.path.normpath(_pkg_config("--variable=datadir")[0])
+    return incs, libdirs, names, datadir
 
 
 def _lanemap_include(incs):
@@ -89,6 +92,9 @@ def _constants(incdir):
         while value in raw:  # an alias of another constant
             value = raw[value]
         if '"' in value or not value:
+            continue
+        if re.match(r"\(?0[xX]", value):  # hex: its digits are not a float
+            decls.append("#define %s ..." % name)
             continue
         if re.search(r"\d\.\d|\d[eE][-+]?\d", value):
             decls.append("static const double %s;" % name)
@@ -134,22 +140,21 @@ extern "Python" void _lm_py_eval_progress(void *, lm_evaluate_stage,
                                           const char *, int, int,
                                           const char *);
 extern "Python" void _lm_py_eval_note(void *, int, const char *);
-static const char *const lanemap_py_libdir;
+static const char *const lanemap_py_datadir;
 """
 
 
 def make_builder():
-    incs, libdirs, libs = find_library()
+    incs, libdirs, libs, datadir = find_library()
     incdir = _lanemap_include(incs)
     ffi = cffi.FFI()
     ffi.cdef("typedef struct cJSON cJSON;\n" + _declarations(incs, incdir) +
              "\n" + _constants(incdir) + EXTRA_CDEF)
-    libdir = libdirs[0] if libdirs else ""
     ffi.set_source(
         "lanemap._native",
         "#include <stdlib.h>\n#include <%s>\n"
-        "static const char *const lanemap_py_libdir = \"%s\";\n"
-        % (HEADER, libdir.replace("\\", "\\\\").replace('"', '\\"')),
+        "static const char *const lanemap_py_datadir = \"%s\";\n"
+        % (HEADER, datadir.replace("\\", "\\\\").replace('"', '\\"')),
         include_dirs=incs, library_dirs=libdirs, libraries=libs,
         runtime_library_dirs=libdirs)
     return ffi

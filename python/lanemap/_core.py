@@ -27,7 +27,8 @@ class Error(Exception):
 
 class CheckError(Error):
     """A checked property failed (``LM_EFAIL``): verification against the
-    oracle, a noisy profile refused, a budget no plan meets."""
+    oracle, a noisy profile refused, a solver time limit passed before any
+    plan was found.  (Budgets no plan can meet are bad input.)"""
 
     status = 1
 

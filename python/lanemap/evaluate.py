@@ -12,9 +12,8 @@ PathLike = Union[str, os.PathLike]
 def bundled_cases() -> str:
     """The held-out case list installed with the library
     (PREFIX/share/lanemap/heldout/cases.json)."""
-    libdir = ffi.string(lib.lanemap_py_libdir).decode()
-    return os.path.normpath(os.path.join(libdir, "..", "share", "lanemap",
-                                         "heldout", "cases.json"))
+    datadir = ffi.string(lib.lanemap_py_datadir).decode()
+    return os.path.join(datadir, "heldout", "cases.json")
 
 
 def evaluate(out: PathLike, cases: Optional[PathLike] = None,

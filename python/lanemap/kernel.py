@@ -1,12 +1,13 @@
 """Kernels, their variants and predictions, compiled variants run on NumPy
 arrays, and the FP64 oracle."""
+import numbers
 import os
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, \
     Tuple, Union
 
 import numpy as np
 
-from ._core import InputError, call, check, ffi, lib, new_error, \
+from ._core import InputError, SysError, call, check, ffi, lib, new_error, \
     path_bytes, take_text, text, to_python
 
 _NP = {
@@ -198,11 +199,11 @@ class Kernel:
 
     def source(self) -> str:
         """The kernel in .lk syntax (re-parses to the same IR)."""
-        return take_text(lib.lm_kernel_print(self._k))
+        return _need(take_text(lib.lm_kernel_print(self._k)))
 
     def ir(self) -> str:
         """The IR listing with the checker's facts (``--print-ir``)."""
-        return take_text(lib.lm_kernel_dump(self._k))
+        return _need(take_text(lib.lm_kernel_dump(self._k)))
 
     def __repr__(self):
         return "Kernel(%r, %r)" % (self.name, self.file)
@@ -299,7 +300,7 @@ class Kernel:
         err = new_error()
         n = lib.lm_variant_enumerate(self._k, o, out, err)
         if n < 0:
-            check(lib.LM_EINPUT, err)
+            check(err.status or lib.LM_EINPUT, err)
         try:
             return [format_variant(out[0] + i) for i in range(n)]
         finally:
@@ -326,10 +327,14 @@ class Kernel:
         sh = self.shape(shape)
         names = [variant] if variant else self.variants(isa)
         out = []
+        profiles = {}  # one per ISA target, loaded once
         for name in names:
             v = parse_variant(name)
             call(lib.lm_variant_check, self._k, v)
-            prof = Profile.resolve(profile, isa_name(v.isa))
+            isa_of = isa_name(v.isa)
+            if isa_of not in profiles:
+                profiles[isa_of] = Profile.resolve(profile, isa_of)
+            prof = profiles[isa_of]
             pred = ffi.new("lm_prediction *")
             call(lib.lm_cost_predict, prof._p, self._k, v, sh._c, pred)
             out.append(_prediction(format_variant(v), pred, explain))
@@ -344,6 +349,9 @@ class Kernel:
                 asm: bool = False) -> "Compiled":
         """Lower, optimise and JIT one variant (``lm_compile``)."""
         v = parse_variant(variant)
+        if not lib.lm_isa_runnable(v.isa):
+            raise InputError("variant '%s': this machine cannot run %s code"
+                             % (variant, isa_name(v.isa)))
         o = ffi.new("lm_compile_opts *")
         lib.lm_compile_defaults(o)
         o.opt_level = opt_level
@@ -370,6 +378,14 @@ class Kernel:
             else:
                 res[info.name] = _buffer_copy(d, p, info, sh)
         return res
+
+
+def _need(text_or_none):
+    """A string a C call returned, or SysError when it returned NULL (the
+    only reason it does is memory)."""
+    if text_or_none is None:
+        raise SysError("out of memory")
+    return text_or_none
 
 
 def _describe(a):
@@ -428,7 +444,8 @@ class _Launch:
             raise InputError("%s: no parameter named %s (it has %s)" % (
                 kernel.name, ", ".join(unknown), ", ".join(sorted(known))))
         for p in params:
-            if p.kind == "buffer" and not p.is_output and p.name not in arrays:
+            if p.kind == "buffer" and not p.is_output and \
+                    arrays.get(p.name) is None:
                 raise InputError("%s: input %r is missing" % (kernel.name,
                                                               p.name))
         self.shape = kernel._shape_from_arrays(arrays)
@@ -451,11 +468,11 @@ class _Launch:
                 if value is None:
                     raise InputError("%s: scalar %r has no default; pass it" %
                                      (kernel.name, p.name))
-                try:
-                    self.scalar[i] = float(value)
-                except (TypeError, ValueError):
+                if not isinstance(value, numbers.Real) or \
+                        isinstance(value, (bool, np.bool_)):
                     raise InputError("%s: expected a number, got %r" % (
-                        p.name, value)) from None
+                        p.name, value))
+                self.scalar[i] = float(value)
                 continue
             want = _expected_shape(kernel, i, self.shape._c)
             a = arrays.get(p.name)
@@ -513,7 +530,7 @@ class Bound:
         self._run = run
         args = lib.lm_args_pack(launch.kernel._k, launch.data)
         if args == ffi.NULL:
-            raise MemoryError("lm_args_pack")
+            raise SysError("lm_args_pack: out of memory")
         self._args = ffi.gc(args, lib.free)
         #: What the last call reported (the dispatch's choice), or None.
         self.info = None

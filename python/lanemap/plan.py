@@ -262,6 +262,7 @@ def solve(workload: Workload, profiles=None, threshold: bool = False,
     pick (share ``settle``, default LM_SETTLE_ALPHA), unless ``robust``
     (min-max over the bootstrap scenarios) or ``settle=0`` (the point
     predictions alone)."""
+    workload.bind()
     owned, arr = _workload_profiles(workload, profiles)
     so = ffi.new("lm_solve_opts *")
     lib.lm_solve_defaults(so)
@@ -326,6 +327,7 @@ def tune(workload: Workload, measure: int = 3, profiles=None,
     measurements are appended there and a later call resumes from them.
     ``progress``: a callable (done, total, what), False, or None for a tqdm
     bar when tqdm is installed."""
+    workload.bind()
     owned, arr = _workload_profiles(workload, profiles)
     o = ffi.new("lm_tune_opts *")
     lib.lm_tune_defaults(o)
@@ -349,13 +351,14 @@ def tune(workload: Workload, measure: int = 3, profiles=None,
             o.progress = lib._lm_py_progress
             o.ctx = pr.handle
         call(lib.lm_tune, workload._w, arr, o, res)
-    try:
-        stats = to_python(res[0])
-        stats.pop("plan", None)
-        plan = Plan(res.plan)
-        res.plan = ffi.NULL
-    finally:
-        lib.lm_tune_result_free(res)
+        # owned by Python before a callback's error is raised on exit
+        try:
+            stats = to_python(res[0])
+            stats.pop("plan", None)
+            plan = Plan(res.plan)
+            res.plan = ffi.NULL
+        finally:
+            lib.lm_tune_result_free(res)
     del owned, keep
     return TuneResult(plan, stats)
 
@@ -415,10 +418,10 @@ class Dispatch:
         launch = _Launch(k, arrays)
         ki = self._index(kernel)
         d = self._d
-        info = ffi.new("lm_dispatch_info *")
         R, C = launch.shape.R, launch.shape.C
 
         def run(args):
+            info = ffi.new("lm_dispatch_info *")  # per call: threads
             call(lib.lm_dispatch_launch, d, ki, R, C, args, info)
             return _info(info)
 

@@ -4,7 +4,7 @@ import json
 import os
 from typing import Optional, Union
 
-from ._core import Progress, call, ffi, lib, path_bytes, take_text, text, \
+from ._core import Error, Progress, call, ffi, lib, path_bytes, take_text, text, \
     to_python
 from .kernel import isa_name, isa_value
 
@@ -75,8 +75,9 @@ class Profile:
                 o.calib.progress = lib._lm_py_progress
                 o.calib.progress_ctx = pr.handle
             call(lib.lm_profile_lookup, o, out, found)
-        return cls(out[0], text(found.path) or None,
-                   text(found.info.warning))
+            prof = cls(out[0], text(found.path) or None,
+                       text(found.info.warning))
+        return prof
 
     @staticmethod
     def resolve(profile, isa: str) -> "Profile":
@@ -155,25 +156,37 @@ def calibrate(isa: str = "host", quick: bool = True, seed: int = 1,
     o.isa = isa_value(isa)
     o.quick = int(quick)
     o.seed = seed
+    # where it goes, checked before minutes of calibration
+    targets = []
+    if cache:
+        buf = ffi.new("char[4096]")
+        mode = lib.LM_PROFILE_QUICK if quick else lib.LM_PROFILE_FULL
+        call(lib.lm_profile_cache_path, isa_name(o.isa).encode(), mode, buf,
+             4096)
+        targets.append((ffi.string(buf), 1))
+    if path is not None:
+        targets.append((path_bytes(path), 0))
+    for target, _ in targets:
+        call(lib.lm_file_check_writable, target)
     out = ffi.new("lm_profile **")
     with Progress(progress, "calibrate " + isa) as pr:
         if pr.active:
             o.progress = lib._lm_py_progress
             o.progress_ctx = pr.handle
         call(lib.lm_calibrate, o, out)
-    prof = Profile(out[0])
-    targets = []
-    if cache:
-        buf = ffi.new("char[4096]")
-        call(lib.lm_profile_cache_path, isa_name(o.isa).encode(),
-             lib.lm_profile_get_mode(prof._p), buf, 4096)
-        targets.append((ffi.string(buf), 1))
-    if path is not None:
-        targets.append((path_bytes(path), 0))
+        prof = Profile(out[0])  # owned before a callback's error is raised
     accept = lib.lm_profile_accept_noisy(int(accept_noisy))
-    for target, is_cache in targets:
+    first = None
+    for target, is_cache in targets:  # every target, whatever the first did
         wrote = ffi.new("char[4096]")
-        call(lib.lm_profile_save_calibrated, prof._p, target, is_cache,
-             accept, wrote, 4096)
-        prof.path = text(wrote)
+        try:
+            call(lib.lm_profile_save_calibrated, prof._p, target, is_cache,
+                 accept, wrote, 4096)
+        except Error as e:
+            e.profile = prof  # the fitted profile is not lost
+            first = first or e
+        if ffi.string(wrote):
+            prof.path = text(wrote)
+    if first is not None:
+        raise first
     return prof

@@ -3,15 +3,19 @@ import json
 import os
 from typing import List, Union
 
-from ._core import call, ffi, lib, path_bytes, take_text
+from ._core import call, ffi, lib, path_bytes
 
 
 def _as_dicts(rs) -> List[dict]:
     out = ffi.new("char **")
     n = ffi.new("size_t *")
     call(lib.lm_records_to_text, rs, out, n)
-    return [json.loads(line) for line in take_text(out[0]).splitlines()
-            if line.strip()]
+    try:  # n bytes, whatever follows them
+        text = ffi.unpack(out[0], n[0]).decode("utf-8")
+    finally:
+        lib.free(out[0])
+    # JSON Lines: lines end with "\n" only (a string may hold U+2028)
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
 def read_records(path: Union[str, os.PathLike], best: bool = False) \

@@ -181,6 +181,8 @@ def test_bad_arrays_raise_before_any_c_call(rmsnorm):
         (dict(x=x, g=g, y=np.ones(64, np.float32)), "2-D"),
         (dict(x=x.tolist(), g=g), "2-D array"),
         (dict(g=g), "missing"),
+        (dict(x=x, g=None), "missing"),
+        (dict(x=x, g=g, eps=True), "expected a number"),
         (dict(x=x, g=g, z=g), "no parameter named z"),
         (dict(x=x, g=g, eps="small"), "expected a number"),
         (dict(x=np.ones((0, 16), np.float32), g=g), "positive"),
@@ -214,6 +216,12 @@ def test_bad_variants_and_shapes(rmsnorm):
     with pytest.raises(lanemap.InputError):
         k.variants("avx9000")
     assert k.shape((33, 127)).dims == {"R": 33, "C": 127}
+
+
+def test_constants_keep_their_types():
+    assert lanemap.lib.LM_BOOTSTRAP_SEED == 0x6c616e656d6170
+    assert isinstance(lanemap.lib.LM_BOOTSTRAP_SEED, int)
+    assert lanemap.lib.LM_SETTLE_ALPHA == 0.05
 
 
 def test_compiled_facts(rmsnorm):

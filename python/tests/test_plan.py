@@ -136,6 +136,26 @@ def test_progress_errors_surface(kernel_path):
                      sample_ms=0.2, warmup_ms=1, progress=boom)
 
 
+def test_solve_binds_a_workload_built_in_code(kernel_path):
+    w = lanemap.Workload()
+    w.add_bucket(w.add_kernel(kernel_path("rmsnorm")), 8, 64)
+    w.set_isas(["avx2"])
+    plan = lanemap.solve(w, profiles="default")  # no bind() first
+    assert plan.kernels[0]["buckets"][0]["R"] == 8
+
+
+def test_records_keep_line_separators_inside_strings(tmp_path):
+    rec = {"schema": "lanemap.record/1", "kernel": "a\u2028b\u0085c",
+           "kernel_hash": "0123456789abcdef", "shape": [1, 2],
+           "variant": "x86-64-v3/w8/l8/t1", "isa": "x86-64-v3",
+           "median": 1e-6, "times": [1e-6]}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    rows = lanemap.read_records(path)
+    assert len(rows) == 1 and rows[0]["kernel"] == "a\u2028b\u0085c"
+
+
 def test_bad_records(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "lanemap.record/1", "kernel": 3}\n')

@@ -30,6 +30,15 @@ def test_bad_profiles(tmp_path):
         lanemap.Profile.cached("avx2")
 
 
+def test_calibrate_checks_where_it_writes_first():
+    import time
+    t0 = time.perf_counter()
+    with pytest.raises(lanemap.SysError, match="/nonexistent/dir"):
+        lanemap.calibrate("avx2", path="/nonexistent/dir/p.json",
+                          progress=False)
+    assert time.perf_counter() - t0 < 2  # refused before calibrating
+
+
 def test_calibrate_quick_and_predict_with_it(cli, kernel_path, tmp_path):
     """A quick calibration, then predictions with the fitted profile (with
     its bootstrap interval) equal to the CLI's with the same file."""
