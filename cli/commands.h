@@ -54,6 +54,17 @@ lm_status cli_oracle_record(const char *file, const lm_kernel *k,
                             const lm_shape *shape, uint64_t seed,
                             const char *case_id, lm_give cJSON **out,
                             lm_error *err);
+/* ---- evaluate --deploy (cli/deploy.c) ---------------------------------------
+ * The deployment evaluation with evaluate's options o (out, isa, profile,
+ * quick, fresh, seed, accept_noisy), a spec, budgets (n 0: the defaults)
+ * and held-out shapes per kernel (0: the spec's).  Returns the exit code. */
+typedef struct lm_evaluate_options lm_evaluate_options;
+int cli_deploy(const lm_evaluate_options *o, const char *spec,
+               const int *budgets, int nbudgets, int shapes);
+/* "1,2,4,all": budgets of variants per kernel, 0 or "all" for no cap. */
+lm_status cli_parse_budgets(const char *text, int *budgets, int *n,
+                            lm_error *err);
+
 /* ---- buffers as .npy files (cli/dump.c) -----------------------------------
  * `--dump DIR` of oracle and run: DIR (created) gets NAME.npy for every
  * buffer parameter NAME of d, in its element type; with o, outputs hold

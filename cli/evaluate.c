@@ -18,6 +18,8 @@ static const char usage[] =
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
     "                        [--profile P] [--cache-dir D] [--accept-noisy]\n"
     "                        [--list]\n"
+    "       lanemap evaluate --deploy [--spec F] [--budgets K,...] [--shapes N]\n"
+    "                        [--quick] [--out DIR] [--isa I] [--profile P] ...\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
     "  measure every legal variant of every case, then report the regret of\n"
     "  the plan and of the baseline policies: DIR/report.md, DIR/ISA/\n"
@@ -42,6 +44,14 @@ static const char usage[] =
     "  --accept-noisy  exit 0 even when cases were measured under\n"
     "               interference, and take a cached profile calibration\n"
     "               flagged noisy (also env LANEMAP_ACCEPT_NOISY=1)\n"
+    "  --deploy     the deployment evaluation instead: plans under compile\n"
+    "               budgets, judged on held-out shapes between the buckets\n"
+    "               (DIR/deploy.md; docs/evaluation.md, Deployment)\n"
+    "  --spec F     its deployment spec (default: the bundled\n"
+    "               heldout/deploy.json)\n"
+    "  --budgets L  variants per kernel, comma-separated, 0 or all for no\n"
+    "               cap (default 1,2,4,all)\n"
+    "  --shapes N   held-out shapes per kernel (default: the spec's)\n"
     "exit codes: 0 ok, 1 a variant failed the oracle check or cases were\n"
     "measured under interference, 2 bad input, 3 system error\n";
 
@@ -50,51 +60,11 @@ static const char usage[] =
 typedef struct eval_cli {
   lm_evaluate_options o;
   int list;
+  int deploy; /* --deploy and its options */
+  const char *spec;
+  int budgets[LM_DEPLOY_MAX_BUDGETS], nbudgets, shapes;
+  int given_cases, given_shard, given_cross;
 } eval_cli;
-
-/* ---- progress and notes ------------------------------------------------ */
-
-typedef struct Bar {
-  cli_progress bar;
-  int on;
-  lm_evaluate_stage stage;
-} Bar;
-
-static void on_progress(void *ctx, lm_evaluate_stage stage, const char *isa,
-                        int done, int total, const char *what) {
-  (void)isa;
-  Bar *b = ctx;
-  if (b->on && b->stage != stage) {
-    cli_progress_end(&b->bar);
-    b->on = 0;
-  }
-  if (!b->on) {
-    if (!what)
-      return;
-    cli_progress_start(&b->bar,
-                       stage == LM_EVALUATE_CALIBRATE ? "calibrate" : "measure",
-                       total);
-    b->on = 1;
-    b->stage = stage;
-  }
-  b->bar.total = total;
-  cli_progress_step(&b->bar, done, what ? what : "");
-  if (!what) {
-    cli_progress_end(&b->bar);
-    b->on = 0;
-  }
-}
-
-static void on_note(void *ctx, int warning, const char *line) {
-  Bar *b = ctx;
-  if (b->on && b->bar.tty)
-    fputc('\n', stderr); /* below the bar, which the next step redraws */
-  if (warning)
-    fprintf(stderr, "lanemap evaluate: warning: %s\n", line);
-  else
-    printf("%s\n", line);
-  fflush(stdout);
-}
 
 static void print_stats(const lm_evaluate_target *t) {
   printf("%s, machine type %s (%s%s)\n%-16s %7s %7s %7s %7s %7s %6s\n",
@@ -237,10 +207,24 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       o->fresh = 1;
     } else if (cli_arg_flag(s, "--list")) {
       a->list = 1;
+    } else if (cli_arg_flag(s, "--deploy")) {
+      a->deploy = 1;
+    } else if ((r = cli_arg_value(argc, argv, &i, "--spec", &v))) {
+      a->spec = v;
+    } else if ((r = cli_arg_value(argc, argv, &i, "--budgets", &v))) {
+      if (r > 0 && cli_parse_budgets(v, a->budgets, &a->nbudgets, &err))
+        return cli_usage_error(usage, "evaluate", "%s", err.msg);
+    } else if ((r = cli_arg_value(argc, argv, &i, "--shapes", &v))) {
+      uint64_t n = 0;
+      if (r > 0 && (cli_parse_u64("--shapes", v, 64, &n, &err) || n < 1))
+        return cli_usage_error(usage, "evaluate",
+                               "--shapes: expected 1 to 64, got '%s'", v);
+      a->shapes = (int)n;
     } else if (cli_arg_flag(s, "--accept-noisy")) {
       o->accept_noisy = 1;
     } else if ((r = cli_arg_value(argc, argv, &i, "--cases", &v))) {
       o->cases = v;
+      a->given_cases = 1;
     } else if ((r = cli_arg_value(argc, argv, &i, "--out", &v)) ||
                (r = cli_arg_value(argc, argv, &i, "-o", &v))) {
       o->out = v;
@@ -255,6 +239,7 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
     } else if ((r = cli_arg_value(argc, argv, &i, "--shard", &v))) {
       if (r > 0 && parse_shard(v, o, &err) != LM_OK)
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
+      a->given_shard = 1;
     } else if ((r = cli_arg_value(argc, argv, &i, "--seed", &v))) {
       if (r > 0 && cli_parse_u64("--seed", v, CLI_SEED_MAX, &o->seed, &err))
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
@@ -264,6 +249,14 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
     if (r < 0)
       return LM_EINPUT;
   }
+  if (!a->deploy && (a->spec || a->nbudgets || a->shapes))
+    return cli_usage_error(usage, "evaluate",
+                           "--spec, --budgets and --shapes go with --deploy");
+  if (a->deploy && (a->given_cases || a->given_shard || cross || a->list ||
+                    o->nisa > 1))
+    return cli_usage_error(usage, "evaluate",
+                           "--deploy takes one --isa target and no --cases, "
+                           "--shard, --cross or --list");
   if (cross && o->nisa > 1)
     return cli_usage_error(usage, "evaluate",
                            "--cross applies to one --isa target only");
@@ -309,9 +302,12 @@ int cmd_evaluate(int argc, char **argv) {
     return r < 0 ? LM_OK : r;
   if (a.list)
     return list_cases(&a.o);
-  Bar bar = {0};
-  a.o.progress = on_progress;
-  a.o.note = on_note;
+  if (a.deploy)
+    return cli_deploy(&a.o, a.spec ? a.spec : cli_data_path("heldout/deploy.json"),
+                      a.budgets, a.nbudgets, a.shapes);
+  cli_eval_bar bar = {0};
+  a.o.progress = cli_eval_progress;
+  a.o.note = cli_eval_note;
   a.o.ctx = &bar;
   lm_evaluate_result res;
   lm_error err = {0};

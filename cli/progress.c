@@ -55,3 +55,41 @@ void cli_progress_calib(void *ctx, int done, int total, const char *what) {
     p->total = total;
   cli_progress_step(p, done, what);
 }
+
+/* ---- evaluate's stages ---------------------------------------------------- */
+
+void cli_eval_progress(void *ctx, lm_evaluate_stage stage, const char *isa,
+                       int done, int total, const char *what) {
+  (void)isa;
+  cli_eval_bar *b = ctx;
+  if (b->on && b->stage != stage) {
+    cli_progress_end(&b->bar);
+    b->on = 0;
+  }
+  if (!b->on) {
+    if (!what)
+      return;
+    cli_progress_start(&b->bar,
+                       stage == LM_EVALUATE_CALIBRATE ? "calibrate" : "measure",
+                       total);
+    b->on = 1;
+    b->stage = stage;
+  }
+  b->bar.total = total;
+  cli_progress_step(&b->bar, done, what ? what : "");
+  if (!what) {
+    cli_progress_end(&b->bar);
+    b->on = 0;
+  }
+}
+
+void cli_eval_note(void *ctx, int warning, const char *line) {
+  cli_eval_bar *b = ctx;
+  if (b->on && b->bar.tty)
+    fputc('\n', stderr); /* below the bar, which the next step redraws */
+  if (warning)
+    fprintf(stderr, "lanemap evaluate: warning: %s\n", line);
+  else
+    printf("%s\n", line);
+  fflush(stdout);
+}

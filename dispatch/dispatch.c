@@ -277,6 +277,41 @@ lm_status lm_dispatch_lookup(const lm_dispatch *d, int kernel, int64_t R, int64_
   return LM_OK;
 }
 
+lm_status lm_plan_lookup(const lm_plan *plan, int kernel, int64_t R, int64_t C,
+                         lm_dispatch_info *info, lm_error *err) {
+  if (kernel < 0 || kernel >= plan->nkernels)
+    return lm_error_set(err, LM_EINPUT, "plan: no kernel %d (plan has %d)", kernel,
+                        plan->nkernels);
+  if (R < 1 || C < 1)
+    return lm_error_set(err, LM_EINPUT,
+                        "plan: shape (R=%" PRId64 ", C=%" PRId64 ") is not positive", R,
+                        C);
+  const lm_plan_kernel *pk = &plan->kernels[kernel];
+  if (pk->nbuckets < 1)
+    return lm_error_set(err, LM_EINPUT, "plan: kernel %s has no buckets", pk->name);
+  int64_t *Rs = malloc(sizeof *Rs * (size_t)pk->nbuckets);
+  int64_t *Cs = malloc(sizeof *Cs * (size_t)pk->nbuckets);
+  if (!Rs || !Cs) {
+    free(Rs);
+    free(Cs);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  for (int b = 0; b < pk->nbuckets; b++)
+    Rs[b] = pk->buckets[b].R, Cs[b] = pk->buckets[b].C;
+  lm_dispatch_match m;
+  int b = pick(pk->nbuckets, Rs, Cs, plan->threshold, R, C, &m);
+  free(Rs);
+  free(Cs);
+  info->kernel = kernel;
+  info->bucket = b;
+  info->variant = pk->buckets[b].variant;
+  info->match = m;
+  info->bucket_R = pk->buckets[b].R;
+  info->bucket_C = pk->buckets[b].C;
+  info->variant_name = pk->variants[info->variant];
+  return LM_OK;
+}
+
 lm_status lm_dispatch_launch(const lm_dispatch *d, int kernel, int64_t R, int64_t C,
                              const uint64_t *args, lm_dispatch_info *info,
                              lm_error *err) {

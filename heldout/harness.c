@@ -602,9 +602,17 @@ static int fit_inductor(const lm_variant *v, int wmax, const lm_eval_case *c,
   return s;
 }
 
-static lm_status choose_fixed(const lm_eval_opts *o, lm_eval_case *c,
-                              lm_policy p, fit_fn fit, lm_error *err) {
-  lm_variant *vs = calloc((size_t)c->nvariants, sizeof *vs);
+lm_status lm_eval_fixed_choice(const lm_eval_opts *o, const lm_eval_case *c,
+                               lm_policy p, int *choice, lm_error *err) {
+  fit_fn fit = p == LM_POLICY_PROGRAM    ? fit_program
+               : p == LM_POLICY_PACKET   ? fit_packet
+               : p == LM_POLICY_INDUCTOR ? fit_inductor
+                                         : NULL;
+  if (!fit)
+    return lm_error_set(err, LM_EINPUT, "%s is not a fixed rule",
+                        lm_policy_name(p));
+  lm_variant *vs = calloc((size_t)(c->nvariants > 0 ? c->nvariants : 1),
+                          sizeof *vs);
   if (!vs)
     return lm_error_set(err, LM_ESYS, "out of memory");
   int wmax = 0;
@@ -624,7 +632,7 @@ static lm_status choose_fixed(const lm_eval_opts *o, lm_eval_case *c,
       best = i;
     }
   }
-  c->choice[p] = best;
+  *choice = best;
   free(vs);
   return LM_OK;
 }
@@ -641,10 +649,10 @@ lm_status lm_eval_choose(const lm_eval_opts *o, lm_eval_run *run,
         r = v;
     c->choice[LM_POLICY_ROOFLINE] = r;
     c->choice[LM_POLICY_RANDOM] = -1;
-    if ((st = choose_fixed(o, c, LM_POLICY_PROGRAM, fit_program, err)) ||
-        (st = choose_fixed(o, c, LM_POLICY_PACKET, fit_packet, err)) ||
-        (st = choose_fixed(o, c, LM_POLICY_INDUCTOR, fit_inductor, err)))
-      break;
+    static const lm_policy fixed[] = {LM_POLICY_PROGRAM, LM_POLICY_PACKET,
+                                      LM_POLICY_INDUCTOR};
+    for (int f = 0; f < 3 && st == LM_OK; f++)
+      st = lm_eval_fixed_choice(o, c, fixed[f], &c->choice[fixed[f]], err);
   }
   return st;
 }

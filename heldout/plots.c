@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "heldout/gnuplot.h"
 #include "lanemap/heldout.h"
 
 extern char **environ;
@@ -317,8 +318,7 @@ static lm_status plot_cases(const lm_eval_run *run, const char *dir,
   return write_file(dir, "cases.gp", f, &buf, &len, err);
 }
 
-/* Is there an executable gnuplot on PATH? */
-static int have_gnuplot(void) {
+int lm_eval_have_gnuplot(void) {
   const char *path = getenv("PATH");
   if (!path || !*path)
     return 0;
@@ -343,12 +343,8 @@ static int have_gnuplot(void) {
   return 0;
 }
 
-/* Run `gnuplot script` in dir, its output in dir/gnuplot.log (truncated
- * by the first script of a call, appended to by the others).  The script
- * draws into png.part (its `outfile`), renamed to png once gnuplot has
- * succeeded, so a PNG is either whole or absent. */
-static lm_status run_gnuplot(const char *dir, const char *script,
-                             const char *png, int first, lm_error *err) {
+lm_status lm_eval_gnuplot(const char *dir, const char *script,
+                          const char *png, int first, lm_error *err) {
   size_t n = strlen(dir) + 16;
   char *log = malloc(n);
   if (!log)
@@ -414,7 +410,7 @@ lm_status lm_eval_plots(const lm_eval_run *run, const char *dir,
       (st = plot_cdf(run, dir, err)) != LM_OK ||
       (st = plot_cases(run, dir, err)) != LM_OK)
     return st;
-  if (!have_gnuplot())
+  if (!lm_eval_have_gnuplot())
     return lm_error_set(err, LM_EFAIL,
                         "gnuplot not found: apt-get install gnuplot-nox "
                         "(data and scripts are in %s)",
@@ -424,7 +420,7 @@ lm_status lm_eval_plots(const lm_eval_run *run, const char *dir,
     char script[64], png[64];
     snprintf(script, sizeof script, "%s.gp", plots[i]);
     snprintf(png, sizeof png, "%s.png", plots[i]);
-    if ((st = run_gnuplot(dir, script, png, i == 0, err)) != LM_OK)
+    if ((st = lm_eval_gnuplot(dir, script, png, i == 0, err)) != LM_OK)
       return st;
   }
   return LM_OK;

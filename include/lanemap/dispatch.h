@@ -87,6 +87,12 @@ double lm_dispatch_compile_ms(lm_keep const lm_dispatch *d, int *nvariants);
 lm_status lm_dispatch_lookup(lm_keep const lm_dispatch *d, int kernel,
                              int64_t R, int64_t C, lm_dispatch_info *info,
                              lm_error *err);
+/* The same lookup on a plan, without compiling anything: which variant of
+ * plan kernel `kernel` a shape would run (info->variant_name borrows from
+ * plan).  Evaluations that price many plans at many shapes use it; a
+ * dispatch made from the plan answers the same. */
+lm_status lm_plan_lookup(lm_keep const lm_plan *plan, int kernel, int64_t R,
+                         int64_t C, lm_dispatch_info *info, lm_error *err);
 /* Look the shape up and run its variant over R instances with the packed
  * args (lm_args_pack of data of that shape).  info may be NULL. */
 lm_status lm_dispatch_launch(lm_keep const lm_dispatch *d, int kernel,

@@ -487,6 +487,13 @@ lm_status lm_eval_plans_make(lm_keep const lm_eval_opts *o, lm_eval_run *run,
  * lm_eval_plans_free, also after an error. */
 lm_status lm_eval_choose(lm_keep const lm_eval_opts *o, lm_eval_run *run,
                          const char *dir, lm_eval_plans *out, lm_error *err);
+/* The variant a fixed rule picks for case c (always-program, always-packet
+ * or inductor-like; -1 when no variant fits the rule), as lm_eval_choose
+ * sets it: the rule's own preferences, ties to the first enumerated.
+ * LM_EINPUT for another policy. */
+lm_status lm_eval_fixed_choice(lm_keep const lm_eval_opts *o,
+                               lm_keep const lm_eval_case *c, lm_policy p,
+                               int *choice, lm_error *err);
 /* Write DIR/workload.json and the plans, DIR/plan.json for the plan policy
  * and DIR/plan-<policy>.json for the others, atomically. */
 lm_status lm_eval_plans_save(lm_keep const lm_eval_plans *p, const char *dir,
@@ -621,6 +628,145 @@ lm_status lm_eval_bundle_path(const char *out, const char *isa,
  * bad options, cases or profiles, LM_ESYS when a file cannot be written. */
 lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
                       lm_error *err);
+
+/* ---- deployment --------------------------------------------------------- *
+ * lm_deploy is `lanemap evaluate --deploy`: what a pipeline meets when it
+ * compiles a few variants per kernel ahead of time and dispatches shapes it
+ * never planned for (docs/evaluation.md, "Deployment").  A deployment spec
+ * (lanemap.deploy/1, heldout/deploy.json) gives per kernel its fixed
+ * columns and the distribution of R (log-uniform over a range).  From it:
+ *
+ *   - a workload whose planning buckets are geometric over each (kernel, C)
+ *     range, equal weights (equal shares of the log-uniform distribution)
+ *     times the kernel's weight;
+ *   - held-out shapes drawn from the same distribution with the spec's
+ *     seed, never a bucket's R, no buffer above the element cap;
+ *   - every legal variant of every held-out shape measured by lm_evaluate
+ *     (OUT/measure: verification, interleaved timing, noise verdicts,
+ *     records, resume);
+ *   - per budget K (variants per kernel, 0 unlimited) the plans of each
+ *     policy below with thresholded dispatch, each held-out shape looked up
+ *     in the plan (lm_plan_lookup) and priced with its measured time; the
+ *     calibrated plan's dispatch is also compiled and every held-out shape
+ *     launched through it and checked against the oracle;
+ *   - regret against the per-shape best, and against the budget oracle: the
+ *     best K-variant threshold plan in hindsight, the same ILP solved on
+ *     the held-out shapes' measured times with the workload's buckets. */
+
+#define LM_DEPLOY_MAX_BUDGETS 8
+#define LM_DEPLOY_SCHEMA "lanemap.deploy/1"
+
+/* One kernel of a deployment spec: its fixed columns, and R log-uniform
+ * over [from, to], capped per column so that no buffer holds more than the
+ * spec's element cap (rmax[c]). */
+typedef struct lm_deploy_kernel {
+  char *path;     /* resolved against the spec's folder */
+  lm_kernel *k;   /* loaded */
+  int64_t *C;     /* [nC] */
+  int nC;
+  int64_t from, to;
+  int64_t *rmax;  /* [nC] */
+  double weight;  /* launches per pipeline step, relative */
+} lm_deploy_kernel;
+
+typedef struct lm_deploy_spec {
+  lm_deploy_kernel *k;
+  int nkernels;
+  uint64_t seed;        /* of the held-out shapes */
+  int shapes;           /* held-out shapes per kernel (quick or full) */
+  int buckets;          /* planning buckets per (kernel, C) */
+  int64_t max_elements; /* per buffer (quick or full) */
+} lm_deploy_spec;
+
+/* Load a spec (quick: its quick shapes and element cap).  Every malformed
+ * field is LM_EINPUT naming its JSON path; a kernel that does not load is
+ * LM_EINPUT with the kernel's own message. */
+lm_status lm_deploy_spec_load(const char *path, int quick, lm_deploy_spec *out,
+                              lm_error *err);
+void lm_deploy_spec_free(lm_deploy_spec *s);
+/* The planning buckets of kernel k at its column c: up to n R values
+ * geometric over [from, rmax[c]], rounded, repeats dropped; returns how
+ * many (R has room for n). */
+int lm_deploy_buckets(const lm_deploy_kernel *k, int c, int n, int64_t *R);
+/* Up to n held-out shapes of spec kernel ki: C uniform over its columns, R
+ * log-uniform over [from, rmax], never a planning bucket's R and never
+ * twice, drawn from the spec's seed and the kernel's name (the same on
+ * every machine).  Returns how many. */
+int lm_deploy_shapes(const lm_deploy_spec *s, int ki, int n, int64_t *R,
+                     int64_t *C);
+
+typedef enum lm_deploy_policy {
+  LM_DEPLOY_PLAN,     /* the ILP on the calibrated predictions */
+  LM_DEPLOY_ROBUST,   /* the same, min-max over the bootstrap scenarios */
+  LM_DEPLOY_GREEDY,   /* the K variants predicted best for the most weight */
+  LM_DEPLOY_PACKET,   /* the ILP over packet-local (L = W) variants only */
+  LM_DEPLOY_DEFAULT,  /* the ILP on the uncalibrated defaults' predictions */
+  LM_DEPLOY_INDUCTOR, /* the inductor-like rule per shape: no plan, no budget */
+  LM_DEPLOY_ORACLE,   /* the budget oracle (measured, in hindsight) */
+  LM_DEPLOY__COUNT
+} lm_deploy_policy;
+
+/* "plan", "robust", "greedy", "always-packet", "default-profile",
+ * "inductor-like", "budget-oracle". */
+const char *lm_deploy_policy_name(lm_deploy_policy p);
+
+typedef struct lm_deploy_options {
+  const char *spec; /* the deployment spec, required */
+  const char *out;  /* the output folder, created; required */
+  /* The one ISA target; LM_ISA__COUNT: x86-64-v4 where runnable, else
+   * x86-64-v3, else host. */
+  lm_isa isa;
+  const char *profile; /* its profile file; NULL: cache, else calibrate */
+  int quick;           /* quick calibration and protocol, the quick shapes */
+  int fresh, accept_noisy;
+  uint64_t seed; /* input data seed (the shapes come from the spec's seed) */
+  int budgets[LM_DEPLOY_MAX_BUDGETS]; /* K per kernel, 0 = unlimited */
+  int nbudgets;                       /* 0: 1, 2, 4 and unlimited */
+  int shapes; /* held-out shapes per kernel; 0: the spec's (quick or full) */
+  /* As lm_evaluate_options's, for the measurement and the deployment. */
+  void (*progress)(void *ctx, lm_evaluate_stage stage, const char *isa,
+                   int done, int total, const char *what);
+  void (*note)(void *ctx, int warning, const char *line);
+  void *ctx;
+} lm_deploy_options;
+void lm_deploy_options_defaults(lm_deploy_options *o);
+
+/* One policy at one budget, over every held-out shape. */
+typedef struct lm_deploy_row {
+  lm_deploy_policy policy;
+  int budget;    /* K, 0 unlimited */
+  int made;      /* 0: not made (robust without bootstrap resamples) */
+  int variants;  /* variants the plan compiles, every kernel */
+  lm_regret_stats best; /* against the per-shape best */
+  /* Against the budget oracle of the same K, per shape t / t_oracle - 1
+   * (negative where the policy happens to beat it): geomean and max. */
+  double oracle_geomean, oracle_max;
+  /* The weighted workload time (Σ kernel weight × mean over its held-out
+   * shapes) over the budget oracle's, and over the per-shape best's, - 1. */
+  double workload_oracle, workload_best;
+} lm_deploy_row;
+
+typedef struct lm_deploy_result {
+  char isa[32];
+  int kernels, shapes; /* kernels of the spec, held-out shapes */
+  int measured;        /* shapes measured by this call; the rest resumed */
+  int failures;        /* variants or dispatched launches that failed the
+                          oracle check */
+  int dispatched;      /* held-out shapes launched through the plan's
+                          dispatch and verified, every budget */
+  int nrows;
+  lm_deploy_row row[LM_DEPLOY__COUNT * LM_DEPLOY_MAX_BUDGETS];
+  double measure_s, deploy_s, total_s;
+  int noisy; /* held-out shapes still noisy after re-measuring */
+} lm_deploy_result;
+
+/* Run the deployment evaluation o describes: OUT/cases.json (the held-out
+ * shapes), OUT/workload.json, OUT/measure/ (lm_evaluate's output for the
+ * shapes), OUT/plans/ (every policy's plan per budget), OUT/deploy.md,
+ * OUT/deploy.jsonl (one record per policy, budget and shape) and
+ * OUT/deploy-regret.png.  LM_EINPUT for a bad spec or options. */
+lm_status lm_deploy(const lm_deploy_options *o, lm_deploy_result *out,
+                    lm_error *err);
 
 #ifdef __cplusplus
 }

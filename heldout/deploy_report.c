@@ -1,0 +1,345 @@
+/* The deployment evaluation's outputs: OUT/deploy.md (how each policy
+ * does per budget, against the per-shape best and the budget oracle; what
+ * the ILP buys over greedy; per kernel; the calibrated plan's dispatch),
+ * OUT/deploy.jsonl (one record per policy, budget and held-out shape) and
+ * OUT/deploy-regret.png. */
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heldout/deploy.h"
+#include "heldout/gnuplot.h"
+
+#include "lanemap/json.h"
+
+static const char *budget_name(int K, char *buf, size_t n) {
+  if (K == 0)
+    snprintf(buf, n, "all");
+  else
+    snprintf(buf, n, "%d", K);
+  return buf;
+}
+
+static void pct(FILE *f, double x) {
+  if (isnan(x))
+    fprintf(f, " — |");
+  else if (isinf(x))
+    fprintf(f, " ∞ |");
+  else
+    fprintf(f, " %.1f%% |", 100 * x);
+}
+
+static const lm_deploy_row *find_row(const lm_deploy_state *d, int b,
+                                     lm_deploy_policy p) {
+  return &d->res->row[lm_deploy_slot(d, b, p)];
+}
+
+static void summary(FILE *f, const lm_deploy_state *d) {
+  fprintf(f,
+          "## Regret per policy and budget\n\n"
+          "K is the variants compiled per kernel (all: no cap).  Against "
+          "the per-shape best: geomean, p90 and max over the held-out "
+          "shapes, and the share within %.0f%%.  Against the budget "
+          "oracle (the best K-variant threshold plan in hindsight): per "
+          "shape, geomean and max of t / t_oracle - 1.  Workload: the "
+          "weighted workload time over the oracle's and over the per-shape "
+          "best's.\n\n",
+          100 * LM_REGRET_TIE);
+  fprintf(f, "| policy | K | variants | geomean | p90 | max | within | "
+             "vs oracle geomean | vs oracle max | workload vs oracle | "
+             "workload vs best |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+             "---:|---:|---:|\n");
+  char kb[16];
+  for (int b = 0; b < d->nbudgets; b++)
+    for (int p = 0; p < LM_DEPLOY__COUNT; p++) {
+      const lm_deploy_row *r = find_row(d, b, (lm_deploy_policy)p);
+      if (!r->made)
+        continue;
+      fprintf(f, "| %s | %s | %d |", lm_deploy_policy_name(r->policy),
+              budget_name(r->budget, kb, sizeof kb), r->variants);
+      pct(f, r->best.geomean);
+      pct(f, r->best.p90);
+      pct(f, r->best.max);
+      fprintf(f, " %.0f%% |", 100 * r->best.within);
+      pct(f, r->oracle_geomean);
+      pct(f, r->oracle_max);
+      pct(f, r->workload_oracle);
+      pct(f, r->workload_best);
+      fprintf(f, "\n");
+    }
+  fprintf(f, "\n");
+}
+
+static void ilp_vs_greedy(FILE *f, const lm_deploy_state *d) {
+  fprintf(f, "## What the ILP buys over greedy\n\n"
+             "| K | plan: workload vs oracle | greedy: workload vs oracle | "
+             "greedy's time over the plan's |\n|---:|---:|---:|---:|\n");
+  char kb[16];
+  for (int b = 0; b < d->nbudgets; b++) {
+    const lm_deploy_row *pl = find_row(d, b, LM_DEPLOY_PLAN);
+    const lm_deploy_row *gr = find_row(d, b, LM_DEPLOY_GREEDY);
+    fprintf(f, "| %s |", budget_name(d->budgets[b], kb, sizeof kb));
+    pct(f, pl->workload_oracle);
+    pct(f, gr->workload_oracle);
+    pct(f, (1 + gr->workload_oracle) / (1 + pl->workload_oracle) - 1);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "\n");
+}
+
+static void per_kernel(FILE *f, const lm_deploy_state *d) {
+  char kb[16];
+  fprintf(f, "## Per kernel: the plan against the budget oracle\n\n"
+             "Geomean over the kernel's held-out shapes of t_plan / "
+             "t_oracle - 1, per budget.\n\n| kernel | shapes |");
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, " K=%s |", budget_name(d->budgets[b], kb, sizeof kb));
+  fprintf(f, "\n|---|---:|");
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, "---:|");
+  fprintf(f, "\n");
+  for (int ki = 0; ki < d->spec.nkernels; ki++) {
+    int n = 0;
+    for (int i = 0; i < d->nshapes; i++)
+      n += d->s[i].kernel == ki && isfinite(d->s[i].t_best);
+    fprintf(f, "| %s | %d |", d->spec.k[ki].k->name, n);
+    for (int b = 0; b < d->nbudgets; b++) {
+      int sp = lm_deploy_slot(d, b, LM_DEPLOY_PLAN),
+          so = lm_deploy_slot(d, b, LM_DEPLOY_ORACLE), m = 0;
+      double l = 0;
+      for (int i = 0; i < d->nshapes; i++) {
+        const lm_deploy_shape *s = &d->s[i];
+        if (s->kernel == ki && isfinite(s->t_best) && s->t[so] > 0 &&
+            !isnan(s->t[sp]))
+          l += log(s->t[sp] / s->t[so]), m++;
+      }
+      pct(f, m ? exp(l / m) - 1 : NAN);
+    }
+    fprintf(f, "\n");
+  }
+  fprintf(f, "\n");
+}
+
+/* The calibrated plan's runs at each column, for the budget closest to 2. */
+static void dispatch_picture(FILE *f, const lm_deploy_state *d) {
+  int pick = 0;
+  for (int b = 0; b < d->nbudgets; b++)
+    if (abs(d->budgets[b] - 2) < abs(d->budgets[pick] - 2) &&
+        d->budgets[b] != 0)
+      pick = b;
+  const lm_plan *pl = d->plans[lm_deploy_slot(d, pick, LM_DEPLOY_PLAN)];
+  char kb[16];
+  fprintf(f,
+          "## The plan's dispatch at K=%s\n\n"
+          "Per kernel and column, the variant that runs from each R on "
+          "(thresholded dispatch).\n\n",
+          budget_name(d->budgets[pick], kb, sizeof kb));
+  for (int ki = 0; pl && ki < pl->nkernels; ki++) {
+    const lm_plan_kernel *k = &pl->kernels[ki];
+    for (int t = 0; t < k->nthresholds; t++) {
+      const lm_plan_threshold *th = &k->thresholds[t];
+      fprintf(f, "- `%s`, C = %" PRId64 ":", k->name, th->C);
+      for (int r = 0; r < th->nruns; r++)
+        fprintf(f, "%s R ≥ %" PRId64 " `%s`", r ? ";" : "", th->from_R[r],
+                k->variants[th->variant[r]]);
+      fprintf(f, "\n");
+    }
+  }
+  fprintf(f, "\n");
+}
+
+static void shapes_table(FILE *f, const lm_deploy_state *d) {
+  char kb[16];
+  fprintf(f, "## Held-out shapes\n\nThe plan's time over the per-shape "
+             "best, per budget (∞: its pick failed the oracle check).\n\n"
+             "| shape | bucket R | best (µs) |");
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, " K=%s |", budget_name(d->budgets[b], kb, sizeof kb));
+  fprintf(f, "\n|---|---:|---:|");
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, "---:|");
+  fprintf(f, "\n");
+  for (int i = 0; i < d->nshapes; i++) {
+    const lm_deploy_shape *s = &d->s[i];
+    const lm_plan *pl = d->plans[lm_deploy_slot(d, 0, LM_DEPLOY_PLAN)];
+    int64_t bR = pl ? pl->kernels[s->kernel].buckets[s->bucket].R : 0;
+    fprintf(f, "| %s | %" PRId64 " |", s->id, bR);
+    if (!isfinite(s->t_best)) {
+      fprintf(f, " not measured |\n");
+      continue;
+    }
+    fprintf(f, " %.2f |", s->t_best / 1e3);
+    for (int b = 0; b < d->nbudgets; b++)
+      pct(f, s->t[lm_deploy_slot(d, b, LM_DEPLOY_PLAN)] / s->t_best - 1);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "\n");
+}
+
+static lm_status write_report(const lm_deploy_state *d, lm_error *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  const lm_deploy_result *r = d->res;
+  fprintf(f,
+          "# Deployment evaluation\n\n"
+          "- Spec: `%s`; ISA target %s; %s protocol.\n"
+          "- %d kernels, %d held-out shapes (R log-uniform per kernel, "
+          "never a bucket's R), %d planning buckets per (kernel, C), at "
+          "most %" PRId64 " elements per buffer.\n"
+          "- Every held-out shape measured with every legal variant in "
+          "`measure/` (`lanemap evaluate` on `cases.json`); times are the "
+          "screening medians.\n"
+          "- Plans: `plans/POLICY-K<k>.json`; the plan's dispatch ran "
+          "every held-out shape at every budget, %d launches checked "
+          "against the oracle, %d failures.\n"
+          "- Wall time: %.0f s measuring, %.0f s planning and running, "
+          "%.0f s in all.\n\n",
+          d->o->spec, r->isa, d->o->quick ? "quick" : "full", r->kernels,
+          r->shapes, d->spec.buckets, d->spec.max_elements, r->dispatched,
+          r->failures, r->measure_s, r->deploy_s, r->total_s);
+  if (r->noisy)
+    fprintf(f,
+            "**%d held-out shapes were still noisy after re-measuring**: "
+            "their times are doubtful (measure/report.md).\n\n",
+            r->noisy);
+  summary(f, d);
+  ilp_vs_greedy(f, d);
+  per_kernel(f, d);
+  dispatch_picture(f, d);
+  shapes_table(f, d);
+  fprintf(f, "![regret against K](deploy-regret.png)\n");
+  if (fclose(f) != 0) {
+    free(buf);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/deploy.md", d->o->out);
+  lm_status st = lm_file_write_atomic(path, buf, len, err);
+  free(buf);
+  return st;
+}
+
+/* One record per (budget, policy, shape). */
+static lm_status write_records(const lm_deploy_state *d, lm_error *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  lm_status st = LM_OK;
+  for (int b = 0; b < d->nbudgets && st == LM_OK; b++)
+    for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++) {
+      int slot = lm_deploy_slot(d, b, (lm_deploy_policy)p);
+      if (!d->res->row[slot].made)
+        continue;
+      for (int i = 0; i < d->nshapes && st == LM_OK; i++) {
+        const lm_deploy_shape *s = &d->s[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j) {
+          st = lm_error_set(err, LM_ESYS, "out of memory");
+          break;
+        }
+        cJSON_AddStringToObject(j, "schema", "lanemap.deploy-record/1");
+        cJSON_AddStringToObject(j, "shape_id", s->id);
+        cJSON_AddStringToObject(j, "kernel", d->spec.k[s->kernel].k->name);
+        cJSON_AddNumberToObject(j, "R", (double)s->R);
+        cJSON_AddNumberToObject(j, "C", (double)s->C);
+        cJSON_AddStringToObject(j, "isa", d->res->isa);
+        cJSON_AddStringToObject(j, "policy",
+                                lm_deploy_policy_name((lm_deploy_policy)p));
+        cJSON_AddNumberToObject(j, "budget", d->budgets[b]);
+        if (s->chosen[slot])
+          cJSON_AddStringToObject(j, "variant", s->chosen[slot]);
+        cJSON_AddItemToObject(j, "t_ns", lm_json_num(s->t[slot]));
+        cJSON_AddItemToObject(j, "t_best_ns", lm_json_num(s->t_best));
+        cJSON_AddItemToObject(
+            j, "t_oracle_ns",
+            lm_json_num(s->t[lm_deploy_slot(d, b, LM_DEPLOY_ORACLE)]));
+        char *line = NULL;
+        size_t n = 0;
+        if ((st = lm_json_print(j, false, &line, &n, err)) == LM_OK)
+          fwrite(line, 1, n, f);
+        free(line);
+        cJSON_Delete(j);
+      }
+    }
+  if (fclose(f) != 0 && st == LM_OK)
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/deploy.jsonl", d->o->out);
+  if (st == LM_OK)
+    st = lm_file_write_atomic(path, buf ? buf : "", len, err);
+  free(buf);
+  return st;
+}
+
+/* Geomean regret against the per-shape best, per policy, against K (all
+ * drawn one step right of the largest K). */
+static lm_status plot(const lm_deploy_state *d, lm_error *err) {
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/deploy-regret.gp", d->o->out);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  int kmax = 1;
+  for (int b = 0; b < d->nbudgets; b++)
+    kmax = d->budgets[b] > kmax ? d->budgets[b] : kmax;
+  fprintf(f, "set terminal pngcairo size 900,560\nset output outfile\n"
+             "set title 'Deployment: regret against the per-shape best'\n"
+             "set xlabel 'variants per kernel (K)'\n"
+             "set ylabel 'geomean regret (%%)'\nset key outside right\n"
+             "set xtics (");
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, "%s'%s' %d", b ? ", " : "", d->budgets[b] ? "" : "all",
+            d->budgets[b] ? d->budgets[b] : 2 * kmax);
+  for (int b = 0; b < d->nbudgets; b++)
+    if (d->budgets[b])
+      fprintf(f, ", '%d' %d", d->budgets[b], d->budgets[b]);
+  fprintf(f, ")\nset logscale x 2\n$data << EOD\n");
+  for (int p = 0; p < LM_DEPLOY__COUNT; p++) {
+    fprintf(f, "# %s\n", lm_deploy_policy_name((lm_deploy_policy)p));
+    for (int b = 0; b < d->nbudgets; b++) {
+      const lm_deploy_row *r = find_row(d, b, (lm_deploy_policy)p);
+      if (r->made && isfinite(r->best.geomean))
+        fprintf(f, "%d %.6g\n", d->budgets[b] ? d->budgets[b] : 2 * kmax,
+                100 * r->best.geomean);
+    }
+    fprintf(f, "\n\n");
+  }
+  fprintf(f, "EOD\nplot ");
+  for (int p = 0; p < LM_DEPLOY__COUNT; p++)
+    fprintf(f, "%s$data index %d with linespoints title '%s'", p ? ", " : "", p,
+            lm_deploy_policy_name((lm_deploy_policy)p));
+  fprintf(f, "\n");
+  if (fclose(f) != 0) {
+    free(buf);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  lm_status st = lm_file_write_atomic(path, buf, len, err);
+  free(buf);
+  if (st == LM_OK && lm_eval_have_gnuplot())
+    st = lm_eval_gnuplot(d->o->out, "deploy-regret.gp", "deploy-regret.png", 1,
+                         err);
+  return st;
+}
+
+lm_status lm_deploy_report(const lm_deploy_state *d, lm_error *err) {
+  lm_status st = write_records(d, err);
+  if (st == LM_OK)
+    st = write_report(d, err);
+  if (st == LM_OK) {
+    lm_error perr = {0};
+    if (plot(d, &perr) != LM_OK && d->o->note)
+      d->o->note(d->o->ctx, 1, perr.msg);
+  }
+  return st;
+}
