@@ -14,6 +14,7 @@
 
 /* Not every helper of run.h is used here. */
 #pragma GCC diagnostic ignored "-Wunused-function"
+#include "lanemap/heldout.h"
 #include "tests/support/run.h"
 
 #define CONSUMER LANEMAP_SOURCE_DIR "/tests/consumer"
@@ -86,7 +87,7 @@ Test(install, layout) {
       "lib/pkgconfig/lanemap.pc",      "lib/cmake/lanemap/lanemapConfig.cmake",
       "lib/cmake/lanemap/lanemapConfigVersion.cmake",
       "share/lanemap/kernels/rmsnorm.lk", "share/lanemap/heldout/cases.json",
-      "share/man/man1/lanemap.1"};
+      "share/lanemap/heldout/deploy.json", "share/man/man1/lanemap.1"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
     cr_expect(run_exists(at(files[i])), "not installed: %s", files[i]);
   char so[64];
@@ -133,6 +134,20 @@ Test(install, evaluate_finds_the_installed_cases) {
   }
   cr_expect_geq(n, 20, "only %d cases listed", n);
   free(out);
+}
+
+/* The installed deployment spec's kernel paths resolve inside the prefix
+ * (evaluate --deploy takes it by default). */
+Test(install, the_installed_deployment_spec_loads) {
+  lm_deploy_spec s;
+  lm_error err = {0};
+  cr_assert_eq(lm_deploy_spec_load(at("share/lanemap/heldout/deploy.json"), 0,
+                                   &s, &err),
+               LM_OK, "%s", err.msg);
+  for (int k = 0; k < s.nkernels; k++)
+    cr_expect(strncmp(s.k[k].path, prefix, strlen(prefix)) == 0, "%s",
+              s.k[k].path);
+  lm_deploy_spec_free(&s);
 }
 
 Test(install, consumer_with_pkg_config) {
