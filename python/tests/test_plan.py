@@ -121,6 +121,41 @@ def test_tune_resumes_from_its_records(kernel_path, tmp_path):
     assert cli_rows.read_text().count("\n") == len(rows)
 
 
+def test_a_tqdm_bar_appears_when_tqdm_is_installed(kernel_path, monkeypatch):
+    """progress=None draws a tqdm bar when tqdm imports; a stand-in module
+    records what the bar was told (Debian's python3-tqdm is optional)."""
+    import sys
+    import types
+    bars = []
+
+    class Bar:
+        def __init__(self, total, desc, file, leave):
+            self.total, self.desc, self.n, self.closed = total, desc, 0, False
+            self.posts = []
+            bars.append(self)
+
+        def reset(self, total):
+            self.total = total
+
+        def set_postfix_str(self, s, refresh=True):
+            self.posts.append(s)
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
+    w = lanemap.Workload()
+    w.add_bucket(w.add_kernel(kernel_path("rmsnorm")), 8, 64)
+    w.set_isas(["avx2"])
+    lanemap.tune(w, measure=1, profiles="default", samples=3, sample_ms=0.2,
+                 warmup_ms=1)
+    assert len(bars) == 1 and bars[0].desc == "tune" and bars[0].closed
+    assert bars[0].total == 1 and bars[0].n == 1 and bars[0].posts
+
+
 def test_progress_errors_surface(kernel_path):
     w = lanemap.Workload()
     ki = w.add_kernel(kernel_path("rmsnorm"))
