@@ -10,7 +10,8 @@ public headers).  The pieces, in the order a pipeline meets them:
 - :class:`Profile` and :func:`calibrate`;
 - :class:`Workload`, :func:`solve` and :func:`tune` giving a :class:`Plan`,
   run by shape through :class:`Dispatch`;
-- :func:`evaluate`, the held-out evaluation, and :func:`read_records`.
+- :func:`evaluate`, the held-out evaluation, :func:`deploy`, the
+  deployment evaluation under compile budgets, and :func:`read_records`.
 
 Errors raise :class:`Error` subclasses carrying the C status and the
 library's message: :class:`InputError` (bad input, exit code 2 in the CLI),
@@ -18,7 +19,7 @@ library's message: :class:`InputError` (bad input, exit code 2 in the CLI),
 (the system refused, 3).
 """
 from ._core import CheckError, Error, InputError, SysError, ffi, lib, text
-from .evaluate import bundled_cases, evaluate
+from .evaluate import bundled_cases, bundled_deploy_spec, deploy, evaluate
 from .kernel import Bound, Compiled, Kernel, Param, Shape, check_outputs, oracle
 from .plan import Dispatch, Plan, TuneResult, Workload, solve, tune
 from .profile import Profile, calibrate
@@ -35,6 +36,7 @@ def library_version() -> str:
 __all__ = [
     "Bound", "CheckError", "Compiled", "Dispatch", "Error", "InputError", "Kernel",
     "Param", "Plan", "Profile", "Shape", "SysError", "TuneResult",
-    "Workload", "bundled_cases", "calibrate", "check_outputs", "evaluate",
+    "Workload", "bundled_cases", "bundled_deploy_spec", "calibrate",
+    "deploy", "check_outputs", "evaluate",
     "library_version", "oracle", "read_records", "solve", "tune",
 ]

@@ -78,3 +78,54 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
 
 def _policy_names() -> List[str]:
     return [text(lib.lm_policy_name(p)) for p in range(lib.LM_POLICY__COUNT)]
+
+
+def bundled_deploy_spec() -> str:
+    """The deployment spec installed with the library
+    (PREFIX/share/lanemap/heldout/deploy.json)."""
+    datadir = ffi.string(lib.lanemap_py_datadir).decode()
+    return os.path.join(datadir, "heldout", "deploy.json")
+
+
+def deploy(out: PathLike, spec: Optional[PathLike] = None,
+           budgets: Sequence[int] = (), isa: Optional[str] = None,
+           quick: bool = False, profile: Optional[PathLike] = None,
+           shapes: int = 0, fresh: bool = False, accept_noisy: bool = False,
+           seed: int = 1, progress=None) -> dict:
+    """The deployment evaluation (``lanemap evaluate --deploy``,
+    ``lm_deploy``): plans under compile budgets ``budgets`` (variants per
+    kernel, 0 for no cap; default 1, 2, 4 and no cap), judged on held-out
+    shapes drawn between the planning buckets of ``spec`` (default: the
+    bundled one), against the per-shape best and the budget oracle.
+    Writes ``out/deploy.md`` and the rest (docs/evaluation.md,
+    "Deployment").  Returns the result as a dict whose ``rows`` hold one
+    entry per policy and budget (``policy`` by name)."""
+    o = ffi.new("lm_deploy_options *")
+    lib.lm_deploy_options_defaults(o)
+    keep = [c_path(spec if spec is not None else bundled_deploy_spec()),
+            c_path(out), c_path(profile)]
+    o.spec, o.out, o.profile = keep
+    if isa is not None:
+        o.isa = isa_value(isa)
+    budgets = list(budgets)
+    if len(budgets) > lib.LM_DEPLOY_MAX_BUDGETS:
+        raise InputError("budgets: at most %d" % lib.LM_DEPLOY_MAX_BUDGETS)
+    for i, k in enumerate(budgets):
+        o.budgets[i] = k
+    o.nbudgets = len(budgets)
+    o.quick, o.fresh, o.shapes, o.seed = int(quick), int(fresh), shapes, seed
+    o.accept_noisy = lib.lm_profile_accept_noisy(int(accept_noisy))
+    res = ffi.new("lm_deploy_result *")
+    with Progress(progress, "deploy") as pr:
+        o.note = lib._lm_py_eval_note
+        o.ctx = pr.handle
+        if pr.active:
+            o.progress = lib._lm_py_eval_progress
+        call(lib.lm_deploy, o, res)
+    result = to_python(res[0])
+    rows = result.pop("row")[:result.pop("nrows")]
+    for r in rows:
+        r["policy"] = text(lib.lm_deploy_policy_name(r["policy"]))
+    result["rows"] = rows
+    result["notes"] = pr.notes
+    return result

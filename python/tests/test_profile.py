@@ -94,6 +94,32 @@ def test_evaluate_two_cases(tmp_path, source_dir):
     assert again["targets"][0]["measured"] == 0
 
 
+def test_deploy_two_kernels(tmp_path, source_dir):
+    spec = {"schema": "lanemap.deploy/1", "seed": 3, "shapes": 2,
+            "quick_shapes": 2, "buckets": 3, "quick_max_elements": 65536,
+            "kernels": [
+                {"kernel": os.path.join(source_dir, "kernels", "rmsnorm.lk"),
+                 "C": [256], "R": [1, 1024]},
+                {"kernel": os.path.join(source_dir, "kernels", "swiglu.lk"),
+                 "C": [96], "R": [1, 512]}]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    lanemap.Profile.default("avx2").save(tmp_path / "p.json")
+    res = lanemap.deploy(tmp_path / "out", spec=tmp_path / "spec.json",
+                         budgets=[1, 0], isa="avx2", quick=True,
+                         profile=tmp_path / "p.json", accept_noisy=True,
+                         progress=False)
+    assert res["kernels"] == 2 and res["shapes"] == 4
+    assert res["failures"] == 0 and res["dispatched"] == 8
+    plan = [r for r in res["rows"] if r["policy"] == "plan"]
+    assert [r["budget"] for r in plan] == [1, 0]
+    assert all(r["workload_oracle"] >= -1e-9 for r in plan)
+    assert (tmp_path / "out" / "deploy.md").exists()
+    with pytest.raises(lanemap.InputError, match="twice"):
+        lanemap.deploy(tmp_path / "o2", spec=tmp_path / "spec.json",
+                       budgets=[2, 2], progress=False)
+    assert os.path.exists(lanemap.bundled_deploy_spec())
+
+
 def test_evaluate_bad_input(tmp_path):
     with pytest.raises(lanemap.InputError):
         lanemap.evaluate(tmp_path / "out", cases=tmp_path / "none.json",
