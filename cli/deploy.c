@@ -13,6 +13,13 @@
 lm_status cli_parse_budgets(const char *text, int *budgets, int *n,
                             lm_error *err) {
   char buf[256];
+  size_t len = strlen(text);
+  if (len == 0 || len >= sizeof buf || text[0] == ',' ||
+      text[len - 1] == ',' || strstr(text, ",,"))
+    return lm_error_set(err, LM_EINPUT,
+                        "--budgets: expected K[,K...] (K a count, 0 or all), "
+                        "got '%.64s'",
+                        text);
   snprintf(buf, sizeof buf, "%s", text);
   *n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;

@@ -302,6 +302,10 @@ lm_status lm_plan_lookup(const lm_plan *plan, int kernel, int64_t R, int64_t C,
   int b = pick(pk->nbuckets, Rs, Cs, plan->threshold, R, C, &m);
   free(Rs);
   free(Cs);
+  if (pk->buckets[b].variant < 0 || pk->buckets[b].variant >= pk->nvariants)
+    return lm_error_set(err, LM_EINPUT,
+                        "plan: kernel %s bucket %d runs variant %d of %d", pk->name,
+                        b, pk->buckets[b].variant, pk->nvariants);
   info->kernel = kernel;
   info->bucket = b;
   info->variant = pk->buckets[b].variant;

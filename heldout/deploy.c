@@ -91,6 +91,8 @@ static lm_status spec_kernel(lm_json_rd *r, const cJSON *j, const char *dir,
       (st = lm_json_array(r, j, "R", 0, 2, 2, &rr)) ||
       (st = lm_json_number(r, j, "weight", LM_JSON_OPTIONAL, 0, 1e12, &weight)))
     return st;
+  if (!(weight > 0))
+    return lm_json_error(r, j, "weight", "expected a number > 0, got 0");
   k->weight = weight;
   size_t n = strlen(dir) + strlen(file) + 2;
   if (!(k->path = malloc(n)))
@@ -174,18 +176,24 @@ lm_status lm_deploy_spec_load(const char *path, int quick, lm_deploy_spec *out,
   out->shapes = (int)(quick ? qshapes : shapes);
   out->buckets = (int)buckets;
   out->max_elements = quick ? qmaxe : maxe;
-  out->nkernels = cJSON_GetArraySize(ks);
-  if (!(out->k = calloc((size_t)out->nkernels, sizeof *out->k))) {
+  int nk = cJSON_GetArraySize(ks);
+  if (!(out->k = calloc((size_t)nk, sizeof *out->k))) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
+  out->nkernels = nk;
+  /* kernel paths absolute: the case list lm_evaluate reads lives elsewhere */
+  char spec_dir[PATH_MAX], dir[PATH_MAX];
+  snprintf(spec_dir, sizeof spec_dir, "%s", path);
+  char *slash = strrchr(spec_dir, '/');
   if (slash)
     *slash = 0;
   else
-    snprintf(dir, sizeof dir, ".");
+    snprintf(spec_dir, sizeof spec_dir, ".");
+  if (!realpath(spec_dir[0] ? spec_dir : "/", dir)) {
+    st = lm_error_set(err, LM_EINPUT, "%s: cannot resolve its folder", path);
+    goto done;
+  }
   int i = 0;
   for (const cJSON *k = ks->child; k && st == LM_OK; k = k->next, i++) {
     if ((st = lm_json_object(&r, k, NULL, 0, &(const cJSON *){0})) ||
@@ -195,6 +203,17 @@ lm_status lm_deploy_spec_load(const char *path, int quick, lm_deploy_spec *out,
       if (strcmp(out->k[j].k->name, out->k[i].k->name) == 0)
         st = lm_json_error(&r, k, "kernel", "kernel %s given twice",
                            out->k[i].k->name);
+    int64_t free_R = 0; /* R values no planning bucket takes */
+    for (int c = 0; c < out->k[i].nC && st == LM_OK; c++) {
+      int64_t b[64];
+      int nb = lm_deploy_buckets(&out->k[i], c, out->buckets, b);
+      free_R += out->k[i].rmax[c] - out->k[i].from + 1 - nb;
+    }
+    if (st == LM_OK && free_R < 1)
+      st = lm_json_error(&r, k, "R",
+                         "leaves no R outside the %d planning buckets to "
+                         "hold out",
+                         out->buckets);
   }
 done:
   cJSON_Delete(root);
@@ -276,8 +295,8 @@ static lm_isa default_isa(void) {
 }
 
 /* The workload: per spec kernel, its planning buckets at every column,
- * each weighing the kernel's weight (equal shares of the log-uniform
- * distribution of R). */
+ * each weighing the kernel's weight times the share of the distribution of
+ * (R, C) it serves. */
 static lm_status make_workload(lm_deploy_state *d, lm_error *err) {
   lm_status st = LM_OK;
   if (!(d->w = lm_workload_new("deploy", NULL, err)))
@@ -298,8 +317,17 @@ static lm_status make_workload(lm_deploy_state *d, lm_error *err) {
     for (int c = 0; c < k->nC && st == LM_OK; c++) {
       int64_t R[64];
       int n = lm_deploy_buckets(k, c, d->spec.buckets, R);
-      for (int b = 0; b < n && st == LM_OK; b++)
-        st = lm_workload_add_bucket(d->w, ki, R[b], k->C[c], k->weight, err);
+      double span = log((double)k->rmax[c] + 1) - log((double)k->from);
+      for (int b = 0; b < n && st == LM_OK; b++) {
+        /* under thresholded dispatch bucket b serves [R_b, R_b+1): its
+         * weight is that interval's share of the log-uniform R (the top
+         * bucket serves R = rmax alone), and C is uniform over the
+         * kernel's columns */
+        double next = b + 1 < n ? (double)R[b + 1] : (double)k->rmax[c] + 1;
+        double share = (log(next) - log((double)R[b])) / span;
+        st = lm_workload_add_bucket(d->w, ki, R[b], k->C[c],
+                                    k->weight * share / k->nC, err);
+      }
     }
   }
   if (st == LM_OK)
@@ -407,7 +435,8 @@ static lm_status load_cases(lm_deploy_state *d, lm_eval_case **cs, int *n,
     s->t_best = NAN;
     for (int v = 0; s->c && v < s->c->nvariants; v++) {
       double t = s->c->v[v].measured;
-      if (s->c->v[v].verified == 1 && t > 0 && !(t >= s->t_best))
+      if (s->c->v[v].verified == 1 && !s->c->v[v].contended && t > 0 &&
+          !(t >= s->t_best))
         s->t_best = t;
     }
     if (!s->c)
@@ -417,14 +446,16 @@ static lm_status load_cases(lm_deploy_state *d, lm_eval_case **cs, int *n,
 }
 
 /* The measured time of variant `name` at shape s: INFINITY when it failed
- * the oracle check or was not timed, NAN when the shape has no
- * measurement. */
+ * the oracle check or was not timed; NAN when the shape has no
+ * measurement, or the variant was timed while fewer CPUs were free than
+ * it has workers (contended: it counts neither way, as in lm_evaluate). */
 static double time_of(const lm_deploy_shape *s, const char *name) {
   if (!s->c || !isfinite(s->t_best))
     return NAN;
   for (int v = 0; v < s->c->nvariants; v++)
     if (strcmp(s->c->v[v].variant, name) == 0)
-      return s->c->v[v].verified == 1 && s->c->v[v].measured > 0
+      return s->c->v[v].contended ? NAN
+             : s->c->v[v].verified == 1 && s->c->v[v].measured > 0
                  ? s->c->v[v].measured
                  : INFINITY;
   return INFINITY;
@@ -438,8 +469,36 @@ typedef struct Problem {
   const lm_profile *prof;
 } Problem;
 
+/* Which variants a problem may use: allow(ki, v, ctx). */
+typedef int (*allow_fn)(const lm_plan_pkernel *pk, int ki, int v, void *ctx);
+
+/* Forbid every variant allow refuses: INFINITY in every scenario, and in
+ * the point and named-default predictions settling reads. */
+static void restrict_to(Problem *pr, allow_fn allow, void *ctx) {
+  int nsc = pr->pp.p.nscenarios > 0 ? pr->pp.p.nscenarios : 1;
+  for (int ki = 0; ki < pr->pp.p.nkernels; ki++) {
+    lm_plan_pkernel *pk = &pr->pp.pk[ki];
+    int nb = pr->pp.k[ki].nbuckets, nv = pk->nvariants;
+    for (int v = 0; v < nv; v++) {
+      if (allow(pk, ki, v, ctx))
+        continue;
+      for (int s = 0; s < nb; s++) {
+        for (int j = 0; j < nsc; j++)
+          pk->cost[((size_t)j * nb + s) * nv + v] = INFINITY;
+        if (pk->point)
+          pk->point[s * nv + v] = INFINITY;
+        if (pk->prior)
+          pk->prior[s * nv + v] = INFINITY;
+      }
+    }
+  }
+}
+
+/* The problem of budget K (cap K per kernel, thresholded dispatch),
+ * restricted by allow (NULL: every variant) before near ties settle. */
 static lm_status build(lm_deploy_state *d, const lm_profile *prof, int budget,
-                       int robust, int settle, Problem *pr, lm_error *err) {
+                       int robust, int settle, allow_fn allow, Problem *pr,
+                       lm_error *err) {
   memset(pr, 0, sizeof *pr);
   pr->prof = prof;
   lm_solve_defaults(&pr->so);
@@ -449,6 +508,8 @@ static lm_status build(lm_deploy_state *d, const lm_profile *prof, int budget,
   lm_status st = lm_workload_set_budgets(d->w, budget, -1, -1, err);
   if (st == LM_OK)
     st = lm_plan_problem_build(d->w, &pr->prof, &bo, &pr->pp, err);
+  if (st == LM_OK && allow)
+    restrict_to(pr, allow, NULL);
   if (st == LM_OK && settle)
     st = lm_plan_problem_settle(&pr->pp, LM_SETTLE_ALPHA, err);
   return st;
@@ -472,23 +533,27 @@ static lm_status solve(lm_deploy_state *d, Problem *pr, lm_plan **out,
 }
 
 /* Greedy: per kernel, the K variants predicted best for the most workload
- * weight; each bucket then runs the predicted best of them. */
+ * weight (after settling); the buckets are then assigned among them by the
+ * solver, so that the plan keeps the threshold contiguity every other plan
+ * keeps (and stays feasible for the budget oracle).  LM_EINPUT when the
+ * chosen variants cannot cover a kernel's buckets. */
+static int in_set(const lm_plan_pkernel *pk, int ki, int v, void *ctx) {
+  (void)pk;
+  unsigned char *const *in = ctx;
+  return in[ki][v];
+}
+
 static lm_status greedy(lm_deploy_state *d, Problem *pr, int budget,
                         lm_plan **out, lm_error *err) {
-  lm_solve_result r;
-  lm_status st = lm_solve_result_init(&pr->pp.p, &r, err);
-  if (st != LM_OK)
-    return st;
-  r.status = LM_SOLVE_FEASIBLE;
-  r.objective = 0;
-  for (int ki = 0; ki < pr->pp.p.nkernels && st == LM_OK; ki++) {
+  int nk = pr->pp.p.nkernels;
+  unsigned char **in = calloc((size_t)nk, sizeof *in);
+  lm_status st = in ? LM_OK : lm_error_set(err, LM_ESYS, "out of memory");
+  for (int ki = 0; ki < nk && st == LM_OK; ki++) {
     const lm_plan_pkernel *pk = &pr->pp.pk[ki];
     int nb = pr->pp.k[ki].nbuckets, nv = pk->nvariants;
     double *score = calloc((size_t)nv, sizeof *score);
-    unsigned char *in = calloc((size_t)nv, 1);
-    if (!score || !in) {
+    if (!score || !(in[ki] = calloc((size_t)nv, 1))) {
       free(score);
-      free(in);
       st = lm_error_set(err, LM_ESYS, "out of memory");
       break;
     }
@@ -504,52 +569,28 @@ static lm_status greedy(lm_deploy_state *d, Problem *pr, int budget,
     for (int taken = 0; budget == 0 || taken < budget; taken++) {
       int top = -1;
       for (int v = 0; v < nv; v++)
-        if (!in[v] && score[v] > 0 && (top < 0 || score[v] > score[top]))
+        if (!in[ki][v] && score[v] > 0 && (top < 0 || score[v] > score[top]))
           top = v;
       if (top < 0)
         break;
-      in[top] = 1;
-    }
-    for (int s = 0; s < nb; s++) {
-      int best = -1;
-      for (int v = 0; v < nv; v++)
-        if (in[v] && isfinite(pk->cost[s * nv + v]) &&
-            (best < 0 || pk->cost[s * nv + v] < pk->cost[s * nv + best]))
-          best = v;
-      if (best < 0) /* no chosen variant runs here: its own best */
-        for (int v = 0; v < nv; v++)
-          if (isfinite(pk->cost[s * nv + v]) &&
-              (best < 0 || pk->cost[s * nv + v] < pk->cost[s * nv + best]))
-            best = v;
-      if (best < 0) {
-        st = lm_error_set(err, LM_EINPUT, "no variant runs bucket %d", s);
-        break;
-      }
-      r.choice[r.bucket_start[ki] + s] = best;
-      r.compiled[r.variant_start[ki] + best] = 1;
-      r.objective += pk->weight[s] * pk->cost[s * nv + best];
+      in[ki][top] = 1;
     }
     free(score);
-    free(in);
   }
-  if (st == LM_OK)
-    st = plan_of(d, pr, &r, out, err);
-  lm_solve_result_free(&r);
+  if (st == LM_OK) {
+    restrict_to(pr, in_set, in);
+    st = solve(d, pr, out, err);
+  }
+  for (int ki = 0; in && ki < nk; ki++)
+    free(in[ki]);
+  free(in);
   return st;
 }
 
 /* Only packet-local variants (L = W) may run. */
-static void packet_only(Problem *pr) {
-  int nsc = pr->pp.p.nscenarios > 0 ? pr->pp.p.nscenarios : 1;
-  for (int ki = 0; ki < pr->pp.p.nkernels; ki++) {
-    lm_plan_pkernel *pk = &pr->pp.pk[ki];
-    int nb = pr->pp.k[ki].nbuckets, nv = pk->nvariants;
-    for (int v = 0; v < nv; v++)
-      if (pk->variants[v].l != pk->variants[v].w)
-        for (int j = 0; j < nsc; j++)
-          for (int s = 0; s < nb; s++)
-            pk->cost[((size_t)j * nb + s) * nv + v] = INFINITY;
-  }
+static int packet_local(const lm_plan_pkernel *pk, int ki, int v, void *ctx) {
+  (void)ki, (void)ctx;
+  return pk->variants[v].l == pk->variants[v].w;
 }
 
 /* The budget oracle's problem: each bucket costs the sum of its held-out
@@ -573,7 +614,8 @@ static lm_status oracle_costs(lm_deploy_state *d, Problem *pr, lm_error *err) {
           if (sh->kernel != ki || sh->bucket != pk->order[s] ||
               !isfinite(sh->t_best))
             continue;
-          pk->cost[s * nv + v] += time_of(sh, name);
+          double t = time_of(sh, name);
+          pk->cost[s * nv + v] += isnan(t) ? INFINITY : t;
         }
     }
   }
@@ -633,37 +675,57 @@ static lm_status price_inductor(lm_deploy_state *d, int b, lm_error *err) {
   return LM_OK;
 }
 
+/* A policy's plan that may not exist (greedy's set cannot cover a
+ * kernel's buckets; the solver ran out of time): noted, not an error. */
+static lm_status optional(lm_deploy_state *d, int b, lm_deploy_policy p,
+                          lm_status st, lm_error *err) {
+  if (st != LM_EINPUT && st != LM_EFAIL)
+    return st;
+  note(d, 1, "K=%d: no %s plan: %s", d->budgets[b], lm_deploy_policy_name(p),
+       err->msg);
+  lm_error_clear(err);
+  return LM_OK;
+}
+
 /* Every policy's plan at budget slot b. */
 static lm_status plans_at(lm_deploy_state *d, int b, const lm_profile *prof,
                           const lm_profile *dflt, lm_error *err) {
   int K = d->budgets[b];
   lm_plan **pl = &d->plans[lm_deploy_slot(d, b, 0)];
   Problem pr;
-  lm_status st = build(d, prof, K, 0, 1, &pr, err);
+  lm_status st = build(d, prof, K, 0, 1, NULL, &pr, err);
   if (st == LM_OK)
     st = solve(d, &pr, &pl[LM_DEPLOY_PLAN], err);
-  if (st == LM_OK)
-    st = greedy(d, &pr, K, &pl[LM_DEPLOY_GREEDY], err);
   if (st == LM_OK && b == 0)
     st = map_buckets(d, pl[LM_DEPLOY_PLAN], err);
+  if (st == LM_OK)
+    st = optional(d, b, LM_DEPLOY_GREEDY,
+                  greedy(d, &pr, K, &pl[LM_DEPLOY_GREEDY], err), err);
   lm_plan_problem_free(&pr.pp);
-  if (st == LM_OK && (st = build(d, prof, K, 0, 1, &pr, err)) == LM_OK) {
-    packet_only(&pr);
-    st = solve(d, &pr, &pl[LM_DEPLOY_PACKET], err);
-  }
+  if (st == LM_OK &&
+      (st = build(d, prof, K, 0, 1, packet_local, &pr, err)) == LM_OK)
+    st = optional(d, b, LM_DEPLOY_PACKET,
+                  solve(d, &pr, &pl[LM_DEPLOY_PACKET], err), err);
   lm_plan_problem_free(&pr.pp);
-  if (st == LM_OK && (st = build(d, dflt, K, 0, 1, &pr, err)) == LM_OK)
+  if (st == LM_OK && (st = build(d, dflt, K, 0, 1, NULL, &pr, err)) == LM_OK)
     st = solve(d, &pr, &pl[LM_DEPLOY_DEFAULT], err);
   lm_plan_problem_free(&pr.pp);
   int nboot = 0;
   lm_profile_get_bootstrap(prof, &nboot);
   if (st == LM_OK && nboot > 0 &&
-      (st = build(d, prof, K, 1, 0, &pr, err)) == LM_OK)
+      (st = build(d, prof, K, 1, 0, NULL, &pr, err)) == LM_OK)
     st = solve(d, &pr, &pl[LM_DEPLOY_ROBUST], err);
   lm_plan_problem_free(&pr.pp);
-  if (st == LM_OK && (st = build(d, prof, K, 0, 0, &pr, err)) == LM_OK &&
-      (st = oracle_costs(d, &pr, err)) == LM_OK)
-    st = solve(d, &pr, &pl[LM_DEPLOY_ORACLE], err);
+  if (st == LM_OK && nboot == 0 && b == 0)
+    note(d, 0, "no robust plans: the profile has no bootstrap resamples");
+  if (st == LM_OK && (st = build(d, prof, K, 0, 0, NULL, &pr, err)) == LM_OK &&
+      (st = oracle_costs(d, &pr, err)) == LM_OK &&
+      (st = solve(d, &pr, &pl[LM_DEPLOY_ORACLE], err)) == LM_OK &&
+      strcmp(pl[LM_DEPLOY_ORACLE]->status, "optimal") != 0)
+    note(d, 1,
+         "K=%d: the budget oracle's solve is %s, not optimal: it may "
+         "not bound the plans",
+         K, pl[LM_DEPLOY_ORACLE]->status);
   lm_plan_problem_free(&pr.pp);
   for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++)
     if (p == LM_DEPLOY_INDUCTOR)
@@ -735,24 +797,26 @@ static lm_status run_dispatch(lm_deploy_state *d, lm_error *err) {
 
 /* ---- figures ----------------------------------------------------------- */
 
-/* Weighted workload time of slot (or of the per-shape best, slot < 0):
- * Σ over kernels of weight × the mean over its shapes. */
-static double workload_time(const lm_deploy_state *d, int slot) {
-  double total = 0;
+/* The weighted workload time of slot over that of ref (the per-shape
+ * best when ref < 0), - 1: Σ over kernels of weight × the mean over its
+ * shapes, on the shapes both have a time for (a contended pick has none). */
+static double workload_ratio(const lm_deploy_state *d, int slot, int ref) {
+  double num = 0, den = 0;
   for (int ki = 0; ki < d->spec.nkernels; ki++) {
-    double sum = 0;
+    double a = 0, b = 0;
     int n = 0;
     for (int i = 0; i < d->nshapes; i++) {
       const lm_deploy_shape *s = &d->s[i];
-      if (s->kernel != ki || !isfinite(s->t_best))
+      double tr = ref < 0 ? s->t_best : s->t[ref];
+      if (s->kernel != ki || !isfinite(s->t_best) || isnan(s->t[slot]) ||
+          isnan(tr))
         continue;
-      sum += slot < 0 ? s->t_best : s->t[slot];
-      n++;
+      a += s->t[slot], b += tr, n++;
     }
     if (n)
-      total += d->spec.k[ki].weight * sum / n;
+      num += d->spec.k[ki].weight * a / n, den += d->spec.k[ki].weight * b / n;
   }
-  return total;
+  return den > 0 ? num / den - 1 : NAN;
 }
 
 static lm_status row(lm_deploy_state *d, int b, lm_deploy_policy p,
@@ -768,7 +832,11 @@ static lm_status row(lm_deploy_state *d, int b, lm_deploy_policy p,
   r->best.geomean = r->best.max = r->best.p90 = NAN;
   if (!r->made)
     return LM_OK;
-  if (d->plans[slot])
+  /* what a plan compiles; for the budget oracle, whose buckets without a
+   * held-out shape take any variant, and the per-shape rule, the distinct
+   * variants that run a shape */
+  int serving = p == LM_DEPLOY_ORACLE || p == LM_DEPLOY_INDUCTOR;
+  if (d->plans[slot] && !serving)
     for (int ki = 0; ki < d->plans[slot]->nkernels; ki++)
       r->variants += d->plans[slot]->kernels[ki].nvariants;
   double *tb = calloc((size_t)d->nshapes + 1, sizeof *tb);
@@ -783,8 +851,12 @@ static lm_status row(lm_deploy_state *d, int b, lm_deploy_policy p,
   r->oracle_max = -INFINITY;
   for (int i = 0; i < d->nshapes; i++) {
     const lm_deploy_shape *s = &d->s[i];
-    if (!isfinite(s->t_best) || isnan(s->t[slot]))
+    if (!isfinite(s->t_best))
       continue;
+    if (isnan(s->t[slot])) { /* a contended pick, or none */
+      r->left_out += s->chosen[slot] != NULL;
+      continue;
+    }
     tb[n] = s->t_best, tc[n] = s->t[slot], n++;
     double to = s->t[oslot];
     if (isfinite(to) && to > 0) {
@@ -803,10 +875,9 @@ static lm_status row(lm_deploy_state *d, int b, lm_deploy_policy p,
   r->oracle_geomean = no ? exp(lsum / no) - 1 : NAN;
   if (!no)
     r->oracle_max = NAN;
-  double w = workload_time(d, slot);
-  r->workload_oracle = w / workload_time(d, oslot) - 1;
-  r->workload_best = w / workload_time(d, -1) - 1;
-  if (p == LM_DEPLOY_INDUCTOR) /* the distinct variants its rule ran */
+  r->workload_oracle = workload_ratio(d, slot, oslot);
+  r->workload_best = workload_ratio(d, slot, -1);
+  if (serving)
     for (int ki = 0; ki < d->spec.nkernels; ki++)
       for (int i = 0; i < d->nshapes; i++) {
         const lm_deploy_shape *s = &d->s[i];

@@ -71,6 +71,15 @@ static void summary(FILE *f, const lm_deploy_state *d) {
       pct(f, r->workload_best);
       fprintf(f, "\n");
     }
+  int left = 0;
+  for (int i = 0; i < d->res->nrows; i++)
+    left += d->res->row[i].left_out;
+  if (left)
+    fprintf(f,
+            "\n%d (policy, budget, shape) picks were timed contended "
+            "(fewer CPUs free than workers) and are left out of their "
+            "row's figures.\n",
+            left);
   fprintf(f, "\n");
 }
 
@@ -126,10 +135,11 @@ static void per_kernel(FILE *f, const lm_deploy_state *d) {
 
 /* The calibrated plan's runs at each column, for the budget closest to 2. */
 static void dispatch_picture(FILE *f, const lm_deploy_state *d) {
-  int pick = 0;
-  for (int b = 0; b < d->nbudgets; b++)
-    if (abs(d->budgets[b] - 2) < abs(d->budgets[pick] - 2) &&
-        d->budgets[b] != 0)
+  int pick = 0; /* the budget nearest 2, a capped one when there is one */
+  for (int b = 1; b < d->nbudgets; b++)
+    if (d->budgets[b] != 0 &&
+        (d->budgets[pick] == 0 ||
+         abs(d->budgets[b] - 2) < abs(d->budgets[pick] - 2)))
       pick = b;
   const lm_plan *pl = d->plans[lm_deploy_slot(d, pick, LM_DEPLOY_PLAN)];
   char kb[16];
@@ -298,12 +308,11 @@ static lm_status plot(const lm_deploy_state *d, lm_error *err) {
              "set xlabel 'variants per kernel (K)'\n"
              "set ylabel 'geomean regret (%%)'\nset key outside right\n"
              "set xtics (");
-  for (int b = 0; b < d->nbudgets; b++)
-    fprintf(f, "%s'%s' %d", b ? ", " : "", d->budgets[b] ? "" : "all",
-            d->budgets[b] ? d->budgets[b] : 2 * kmax);
-  for (int b = 0; b < d->nbudgets; b++)
+  for (int b = 0; b < d->nbudgets; b++) /* each once; all at 2 kmax */
     if (d->budgets[b])
-      fprintf(f, ", '%d' %d", d->budgets[b], d->budgets[b]);
+      fprintf(f, "%s'%d' %d", b ? ", " : "", d->budgets[b], d->budgets[b]);
+    else
+      fprintf(f, "%s'all' %d", b ? ", " : "", 2 * kmax);
   fprintf(f, ")\nset logscale x 2\n$data << EOD\n");
   for (int p = 0; p < LM_DEPLOY__COUNT; p++) {
     fprintf(f, "# %s\n", lm_deploy_policy_name((lm_deploy_policy)p));

@@ -637,8 +637,8 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
  * columns and the distribution of R (log-uniform over a range).  From it:
  *
  *   - a workload whose planning buckets are geometric over each (kernel, C)
- *     range, equal weights (equal shares of the log-uniform distribution)
- *     times the kernel's weight;
+ *     range, each weighing the kernel's weight times the share of the
+ *     distribution it serves under thresholded dispatch ([R_b, R_b+1));
  *   - held-out shapes drawn from the same distribution with the spec's
  *     seed, never a bucket's R, no buffer above the element cap;
  *   - every legal variant of every held-out shape measured by lm_evaluate
@@ -736,6 +736,7 @@ typedef struct lm_deploy_row {
   lm_deploy_policy policy;
   int budget;    /* K, 0 unlimited */
   int made;      /* 0: not made (robust without bootstrap resamples) */
+  int left_out;  /* shapes whose pick was timed contended: not counted */
   int variants;  /* variants the plan compiles, every kernel */
   lm_regret_stats best; /* against the per-shape best */
   /* Against the budget oracle of the same K, per shape t / t_oracle - 1
