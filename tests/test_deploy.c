@@ -234,8 +234,13 @@ Test(deploy, a_small_run_is_consistent) {
     cr_expect(w->policy != LM_DEPLOY_ROBUST || !w->made);
   }
   for (int b = 0; b < 2; b++) {
-    cr_expect(plan[b]->workload_oracle >= -1e-9, "K slot %d: %g", b,
-              plan[b]->workload_oracle);
+    /* the oracle bounds the plan over the same shapes: only when no pick
+     * of the plan was timed contended (on a busy machine some are, and the
+     * shapes left out differ) */
+    if (plan[b]->left_out == 0)
+      cr_expect(plan[b]->workload_oracle >= -1e-9, "K slot %d: %g", b,
+                plan[b]->workload_oracle);
+    cr_expect_eq(oracle[b]->left_out, 0);
     cr_expect(fabs(oracle[b]->workload_oracle) < 1e-12);
     cr_expect(oracle[b]->best.geomean >= 0);
   }
