@@ -112,7 +112,9 @@ def test_deploy_two_kernels(tmp_path, source_dir):
     assert res["failures"] == 0 and res["dispatched"] == 8
     plan = [r for r in res["rows"] if r["policy"] == "plan"]
     assert [r["budget"] for r in plan] == [1, 0]
-    assert all(r["workload_oracle"] >= -1e-9 for r in plan)
+    # the oracle bounds the plan when no pick was timed contended
+    assert all(r["workload_oracle"] >= -1e-9 for r in plan
+               if r["left_out"] == 0)
     assert (tmp_path / "out" / "deploy.md").exists()
     with pytest.raises(lanemap.InputError, match="twice"):
         lanemap.deploy(tmp_path / "o2", spec=tmp_path / "spec.json",
