@@ -14,8 +14,8 @@ lm_status cli_parse_budgets(const char *text, int *budgets, int *n,
                             lm_error *err) {
   char buf[256];
   size_t len = strlen(text);
-  if (len == 0 || len >= sizeof buf || text[0] == ',' ||
-      text[len - 1] == ',' || strstr(text, ",,"))
+  if (len == 0 || len >= sizeof buf || text[0] == ',' || text[len - 1] == ',' ||
+      strstr(text, ",,"))
     return lm_error_set(err, LM_EINPUT,
                         "--budgets: expected K[,K...] (K a count, 0 or all), "
                         "got '%.64s'",
@@ -41,6 +41,15 @@ lm_status cli_parse_budgets(const char *text, int *budgets, int *n,
   return LM_OK;
 }
 
+/* A percentage in a column of width 8; "-" when there is no figure. */
+static const char *pct(double x, char buf[16]) {
+  if (x != x)
+    snprintf(buf, 16, "%8s", "-");
+  else
+    snprintf(buf, 16, "%7.1f%%", 100 * x);
+  return buf;
+}
+
 static void print_summary(const lm_deploy_result *r) {
   printf("%s: %d kernels, %d held-out shapes\n%-16s %4s %8s %8s %8s %10s "
          "%10s\n",
@@ -52,10 +61,10 @@ static void print_summary(const lm_deploy_result *r) {
       continue;
     char k[8];
     snprintf(k, sizeof k, w->budget ? "%d" : "all", w->budget);
-    printf("%-16s %4s %8d %7.1f%% %7.1f%% %9.1f%% %9.1f%%\n",
-           lm_deploy_policy_name(w->policy), k, w->variants,
-           100 * w->best.geomean, 100 * w->best.max, 100 * w->oracle_geomean,
-           100 * w->workload_oracle);
+    char a[16], b[16], c[16], d[16];
+    printf("%-16s %4s %8d %s %s  %s  %s\n", lm_deploy_policy_name(w->policy), k,
+           w->variants, pct(w->best.geomean, a), pct(w->best.max, b),
+           pct(w->oracle_geomean, c), pct(w->workload_oracle, d));
   }
 }
 

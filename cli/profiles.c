@@ -3,6 +3,8 @@
 
 #include "cli/profiles.h"
 
+#include "cli/args.h"
+
 /* The profile lookup o asks for, printing its fingerprint warning and,
  * for a noisy profile accepted, its verdict. */
 static lm_status lookup_profile(const lm_profile_lookup_opts *o,
@@ -17,6 +19,21 @@ static lm_status lookup_profile(const lm_profile_lookup_opts *o,
             found.path, lm_profile_describe_noise(*out, why, sizeof why));
   }
   return s;
+}
+
+int cli_arg_profile(int argc, char **argv, int *i, const char **profpath,
+                    int *nprof, const char *usage, const char *cmd) {
+  const char *val;
+  int r = cli_arg_value(argc, argv, i, "--profile", &val);
+  if (r <= 0)
+    return r;
+  if (*nprof == LM_ISA__COUNT) {
+    cli_usage_error(usage, cmd, "--profile: at most %d, one per ISA target",
+                    LM_ISA__COUNT);
+    return -1;
+  }
+  profpath[(*nprof)++] = val;
+  return 1;
 }
 
 lm_status cli_workload_profiles(const char *cmd, const lm_workload *w,

@@ -47,7 +47,7 @@ static const char usage[] =
     "            profile refused, 2 bad input or budgets no plan meets, 3 I/O\n";
 
 int cmd_solve(int argc, char **argv) {
-  const char *file = NULL, *outp = NULL, *prof = NULL;
+  const char *file = NULL, *outp = NULL;
   const char *profpath[LM_ISA__COUNT]; /* --profile, once per ISA target */
   int nprof = 0;
   int dflt = 0, json = 0, accept = 0, settle = 1;
@@ -65,13 +65,8 @@ int cmd_solve(int argc, char **argv) {
     if ((r = cli_arg_value(argc, argv, &i, "-o", &val)) ||
         (r = cli_arg_value(argc, argv, &i, "--output", &val)))
       outp = val;
-    else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val))) {
-      if (r > 0 && nprof == LM_ISA__COUNT)
-        return cli_usage_error(usage, "solve", "--profile: at most %d, one per ISA target",
-                               LM_ISA__COUNT);
-      if (r > 0)
-        prof = profpath[nprof++] = val;
-    }
+    else if ((r = cli_arg_profile(argc, argv, &i, profpath, &nprof, usage, "solve")))
+      ;
     else if ((r = cli_arg_cache_dir(argc, argv, &i)))
       ;
     else if ((r = cli_arg_value(argc, argv, &i, "--time-limit", &val))) {
@@ -124,7 +119,7 @@ int cmd_solve(int argc, char **argv) {
     return cli_usage_error(usage, "solve", "no workload file given");
   if (!outp)
     return cli_usage_error(usage, "solve", "-o PLAN is required");
-  if (prof && dflt)
+  if (nprof && dflt)
     return cli_usage_error(usage, "solve", "--profile and --default-profile exclude each other");
 
   lm_workload *w = NULL;

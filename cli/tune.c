@@ -111,13 +111,10 @@ int cmd_tune(int argc, char **argv) {
     if ((r = cli_arg_value(argc, argv, &i, "-o", &val)) ||
         (r = cli_arg_value(argc, argv, &i, "--output", &val)))
       outp = val;
-    else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val))) {
-      if (r > 0 && nprof == LM_ISA__COUNT)
-        return cli_usage_error(usage, "tune", "--profile: at most %d",
-                               LM_ISA__COUNT);
-      if (r > 0)
-        profpath[nprof++] = val;
-    } else if ((r = cli_arg_value(argc, argv, &i, "--records", &val)))
+    else if ((r = cli_arg_profile(argc, argv, &i, profpath, &nprof, usage,
+                                  "tune")))
+      ;
+    else if ((r = cli_arg_value(argc, argv, &i, "--records", &val)))
       o.records = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--measure", &val))) {
       uint64_t k;

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,25 +210,43 @@ double lm_dispatch_compile_ms(const lm_dispatch *d, int *nvariants) {
   return ms;
 }
 
+/* A bucket table as the lookup reads it: bucket b's R and C are the int64_t
+ * at R + b * stride and C + b * stride bytes (the dispatch keeps two
+ * arrays, a plan an array of buckets). */
+typedef struct table {
+  int n;
+  const char *R, *C;
+  size_t stride;
+} table;
+
+static int64_t table_at(const char *base, size_t stride, int b) {
+  int64_t v;
+  memcpy(&v, base + (size_t)b * stride, sizeof v);
+  return v;
+}
+
 /* The lookup rule over a bucket table (see the header essay). */
-static int pick(int nb, const int64_t *Rs, const int64_t *Cs, int threshold, int64_t R,
-                int64_t C, lm_dispatch_match *match) {
+static int pick(const table *t, int threshold, int64_t R, int64_t C,
+                lm_dispatch_match *match) {
+  int nb = t->n;
+#define Rs(b) table_at(t->R, t->stride, b)
+#define Cs(b) table_at(t->C, t->stride, b)
   int best = -1, below = -1;
   double bd = INFINITY;
   int64_t lo = INT64_MAX, hi = 0;
   for (int b = 0; b < nb; b++) {
-    if (Cs[b] != C)
+    if (Cs(b) != C)
       continue;
-    double dist = fabs(log((double)R / (double)Rs[b]));
-    if (dist < bd || (dist == bd && Rs[b] > Rs[best]))
+    double dist = fabs(log((double)R / (double)Rs(b)));
+    if (dist < bd || (dist == bd && Rs(b) > Rs(best)))
       bd = dist, best = b;
-    if (Rs[b] <= R && (below < 0 || Rs[b] > Rs[below]))
+    if (Rs(b) <= R && (below < 0 || Rs(b) > Rs(below)))
       below = b;
-    lo = Rs[b] < lo ? Rs[b] : lo;
-    hi = Rs[b] > hi ? Rs[b] : hi;
+    lo = Rs(b) < lo ? Rs(b) : lo;
+    hi = Rs(b) > hi ? Rs(b) : hi;
   }
   if (best >= 0) {
-    if (Rs[best] == R)
+    if (Rs(best) == R)
       *match = LM_DISPATCH_EXACT;
     else if (R >= lo && R <= hi) {
       *match = LM_DISPATCH_BETWEEN;
@@ -240,19 +259,21 @@ static int pick(int nb, const int64_t *Rs, const int64_t *Cs, int threshold, int
   double cd = INFINITY;
   int64_t nearC = 0;
   for (int b = 0; b < nb; b++) {
-    double dist = fabs(log((double)C / (double)Cs[b]));
-    if (dist < cd || (dist == cd && Cs[b] > nearC))
-      cd = dist, nearC = Cs[b];
+    double dist = fabs(log((double)C / (double)Cs(b)));
+    if (dist < cd || (dist == cd && Cs(b) > nearC))
+      cd = dist, nearC = Cs(b);
   }
   for (int b = 0; b < nb; b++) {
-    if (Cs[b] != nearC)
+    if (Cs(b) != nearC)
       continue;
-    double dist = fabs(log((double)R / (double)Rs[b]));
-    if (dist < bd || (dist == bd && Rs[b] > Rs[best]))
+    double dist = fabs(log((double)R / (double)Rs(b)));
+    if (dist < bd || (dist == bd && Rs(b) > Rs(best)))
       bd = dist, best = b;
   }
   *match = LM_DISPATCH_FALLBACK;
   return best;
+#undef Rs
+#undef Cs
 }
 
 lm_status lm_dispatch_lookup(const lm_dispatch *d, int kernel, int64_t R, int64_t C,
@@ -266,7 +287,8 @@ lm_status lm_dispatch_lookup(const lm_dispatch *d, int kernel, int64_t R, int64_
                         R, C);
   const dkernel *k = &d->kernels[kernel];
   lm_dispatch_match m;
-  int b = pick(k->nbuckets, k->R, k->C, d->threshold, R, C, &m);
+  table t = {k->nbuckets, (const char *)k->R, (const char *)k->C, sizeof *k->R};
+  int b = pick(&t, d->threshold, R, C, &m);
   info->kernel = kernel;
   info->bucket = b;
   info->variant = k->variant[b];
@@ -289,19 +311,11 @@ lm_status lm_plan_lookup(const lm_plan *plan, int kernel, int64_t R, int64_t C,
   const lm_plan_kernel *pk = &plan->kernels[kernel];
   if (pk->nbuckets < 1)
     return lm_error_set(err, LM_EINPUT, "plan: kernel %s has no buckets", pk->name);
-  int64_t *Rs = malloc(sizeof *Rs * (size_t)pk->nbuckets);
-  int64_t *Cs = malloc(sizeof *Cs * (size_t)pk->nbuckets);
-  if (!Rs || !Cs) {
-    free(Rs);
-    free(Cs);
-    return lm_error_set(err, LM_ESYS, "out of memory");
-  }
-  for (int b = 0; b < pk->nbuckets; b++)
-    Rs[b] = pk->buckets[b].R, Cs[b] = pk->buckets[b].C;
+  const char *base = (const char *)pk->buckets;
+  table t = {pk->nbuckets, base + offsetof(lm_plan_bucket, R),
+             base + offsetof(lm_plan_bucket, C), sizeof *pk->buckets};
   lm_dispatch_match m;
-  int b = pick(pk->nbuckets, Rs, Cs, plan->threshold, R, C, &m);
-  free(Rs);
-  free(Cs);
+  int b = pick(&t, plan->threshold, R, C, &m);
   if (pk->buckets[b].variant < 0 || pk->buckets[b].variant >= pk->nvariants)
     return lm_error_set(err, LM_EINPUT,
                         "plan: kernel %s bucket %d runs variant %d of %d", pk->name,

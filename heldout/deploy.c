@@ -16,12 +16,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "heldout/deploy.h"
+#include "heldout/note.h"
 
 #include "lanemap/calibrate.h"
 #include "lanemap/dispatch.h"
@@ -275,18 +275,9 @@ int lm_deploy_shapes(const lm_deploy_spec *s, int ki, int n, int64_t *R,
 
 /* ---- the pipeline -------------------------------------------------------- */
 
-static void note(const lm_deploy_state *d, int warning, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void note(const lm_deploy_state *d, int warning, const char *fmt, ...) {
-  if (!d->o->note)
-    return;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  d->o->note(d->o->ctx, warning, line);
-}
+/* A note line to the caller (heldout/note.h). */
+#define note(d, warning, ...)                                                  \
+  lm_eval_notef((d)->o->note, (d)->o->ctx, warning, __VA_ARGS__)
 
 static lm_isa default_isa(void) {
   return lm_isa_runnable(LM_ISA_AVX512) ? LM_ISA_AVX512
@@ -641,7 +632,7 @@ static lm_status map_buckets(lm_deploy_state *d, const lm_plan *plan,
 /* The policy's plan at budget slot b: every shape's variant and time. */
 static lm_status price(lm_deploy_state *d, int b, lm_deploy_policy p,
                        lm_error *err) {
-  int slot = lm_deploy_slot(d, b, p);
+  int slot = lm_deploy_slot(b, p);
   const lm_plan *plan = d->plans[slot];
   for (int i = 0; i < d->nshapes; i++) {
     lm_deploy_shape *s = &d->s[i];
@@ -659,7 +650,7 @@ static lm_status price(lm_deploy_state *d, int b, lm_deploy_policy p,
 static lm_status price_inductor(lm_deploy_state *d, int b, lm_error *err) {
   lm_eval_opts eo;
   lm_eval_defaults(&eo);
-  int slot = lm_deploy_slot(d, b, LM_DEPLOY_INDUCTOR);
+  int slot = lm_deploy_slot(b, LM_DEPLOY_INDUCTOR);
   for (int i = 0; i < d->nshapes; i++) {
     lm_deploy_shape *s = &d->s[i];
     int ch = -1;
@@ -691,7 +682,7 @@ static lm_status optional(lm_deploy_state *d, int b, lm_deploy_policy p,
 static lm_status plans_at(lm_deploy_state *d, int b, const lm_profile *prof,
                           const lm_profile *dflt, lm_error *err) {
   int K = d->budgets[b];
-  lm_plan **pl = &d->plans[lm_deploy_slot(d, b, 0)];
+  lm_plan **pl = &d->plans[lm_deploy_slot(b, 0)];
   Problem pr;
   lm_status st = build(d, prof, K, 0, 1, NULL, &pr, err);
   if (st == LM_OK)
@@ -747,7 +738,7 @@ static lm_status run_dispatch(lm_deploy_state *d, lm_error *err) {
     return lm_error_set(err, LM_ESYS, "out of memory");
   lm_status st = LM_OK;
   for (int b = 0; b < d->nbudgets && st == LM_OK; b++)
-    st = lm_dispatch_new(d->plans[lm_deploy_slot(d, b, LM_DEPLOY_PLAN)], NULL,
+    st = lm_dispatch_new(d->plans[lm_deploy_slot(b, LM_DEPLOY_PLAN)], NULL,
                          &ds[b], err);
   for (int i = 0; i < d->nshapes && st == LM_OK; i++) {
     lm_deploy_shape *s = &d->s[i];
@@ -769,7 +760,7 @@ static lm_status run_dispatch(lm_deploy_state *d, lm_error *err) {
       if ((st = lm_dispatch_launch(ds[b], s->kernel, s->R, s->C, args, &info,
                                    err)) != LM_OK)
         break;
-      const char *want = s->chosen[lm_deploy_slot(d, b, LM_DEPLOY_PLAN)];
+      const char *want = s->chosen[lm_deploy_slot(b, LM_DEPLOY_PLAN)];
       if (!want || strcmp(info.variant_name, want) != 0) {
         st = lm_error_set(err, LM_EFAIL,
                           "%s: the dispatch ran %s where the plan's lookup "
@@ -821,8 +812,7 @@ static double workload_ratio(const lm_deploy_state *d, int slot, int ref) {
 
 static lm_status row(lm_deploy_state *d, int b, lm_deploy_policy p,
                      lm_deploy_row *r, lm_error *err) {
-  int slot = lm_deploy_slot(d, b, p),
-      oslot = lm_deploy_slot(d, b, LM_DEPLOY_ORACLE);
+  int slot = lm_deploy_slot(b, p), oslot = lm_deploy_slot(b, LM_DEPLOY_ORACLE);
   memset(r, 0, sizeof *r);
   r->policy = p;
   r->budget = d->budgets[b];
@@ -1007,7 +997,7 @@ lm_status lm_deploy(const lm_deploy_options *o, lm_deploy_result *out,
       st = row(&d, b, (lm_deploy_policy)p, &out->row[out->nrows++], err);
   for (int b = 0; b < d.nbudgets && st == LM_OK; b++)
     for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++) {
-      const lm_plan *pl = d.plans[lm_deploy_slot(&d, b, p)];
+      const lm_plan *pl = d.plans[lm_deploy_slot(b, p)];
       char path[PATH_MAX + 96];
       snprintf(path, sizeof path, "%s/plans/%s-K%d.json", o->out,
                lm_deploy_policy_name((lm_deploy_policy)p), d.budgets[b]);

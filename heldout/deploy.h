@@ -35,9 +35,9 @@ typedef struct lm_deploy_state {
   lm_deploy_result *res;
 } lm_deploy_state;
 
-static inline int lm_deploy_slot(const lm_deploy_state *d, int b,
-                                 lm_deploy_policy p) {
-  (void)d;
+/* The slot of budget b and policy p in plans, chosen, t and the result's
+ * rows. */
+static inline int lm_deploy_slot(int b, lm_deploy_policy p) {
   return b * LM_DEPLOY__COUNT + (int)p;
 }
 

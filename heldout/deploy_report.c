@@ -33,9 +33,23 @@ static void pct(FILE *f, double x) {
     fprintf(f, " %.1f%% |", 100 * x);
 }
 
+/* The per-budget columns of a table whose first columns are already
+ * written, then its rule: `rule` for those first columns, one right-aligned
+ * column per budget. */
+static void budget_columns(FILE *f, const lm_deploy_state *d,
+                           const char *rule) {
+  char kb[16];
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, " K=%s |", budget_name(d->budgets[b], kb, sizeof kb));
+  fprintf(f, "\n%s", rule);
+  for (int b = 0; b < d->nbudgets; b++)
+    fprintf(f, "---:|");
+  fprintf(f, "\n");
+}
+
 static const lm_deploy_row *find_row(const lm_deploy_state *d, int b,
                                      lm_deploy_policy p) {
-  return &d->res->row[lm_deploy_slot(d, b, p)];
+  return &d->res->row[lm_deploy_slot(b, p)];
 }
 
 static void summary(FILE *f, const lm_deploy_state *d) {
@@ -101,24 +115,18 @@ static void ilp_vs_greedy(FILE *f, const lm_deploy_state *d) {
 }
 
 static void per_kernel(FILE *f, const lm_deploy_state *d) {
-  char kb[16];
   fprintf(f, "## Per kernel: the plan against the budget oracle\n\n"
              "Geomean over the kernel's held-out shapes of t_plan / "
              "t_oracle - 1, per budget.\n\n| kernel | shapes |");
-  for (int b = 0; b < d->nbudgets; b++)
-    fprintf(f, " K=%s |", budget_name(d->budgets[b], kb, sizeof kb));
-  fprintf(f, "\n|---|---:|");
-  for (int b = 0; b < d->nbudgets; b++)
-    fprintf(f, "---:|");
-  fprintf(f, "\n");
+  budget_columns(f, d, "|---|---:|");
   for (int ki = 0; ki < d->spec.nkernels; ki++) {
     int n = 0;
     for (int i = 0; i < d->nshapes; i++)
       n += d->s[i].kernel == ki && isfinite(d->s[i].t_best);
     fprintf(f, "| %s | %d |", d->spec.k[ki].k->name, n);
     for (int b = 0; b < d->nbudgets; b++) {
-      int sp = lm_deploy_slot(d, b, LM_DEPLOY_PLAN),
-          so = lm_deploy_slot(d, b, LM_DEPLOY_ORACLE), m = 0;
+      int sp = lm_deploy_slot(b, LM_DEPLOY_PLAN),
+          so = lm_deploy_slot(b, LM_DEPLOY_ORACLE), m = 0;
       double l = 0;
       for (int i = 0; i < d->nshapes; i++) {
         const lm_deploy_shape *s = &d->s[i];
@@ -141,7 +149,7 @@ static void dispatch_picture(FILE *f, const lm_deploy_state *d) {
         (d->budgets[pick] == 0 ||
          abs(d->budgets[b] - 2) < abs(d->budgets[pick] - 2)))
       pick = b;
-  const lm_plan *pl = d->plans[lm_deploy_slot(d, pick, LM_DEPLOY_PLAN)];
+  const lm_plan *pl = d->plans[lm_deploy_slot(pick, LM_DEPLOY_PLAN)];
   char kb[16];
   fprintf(f,
           "## The plan's dispatch at K=%s\n\n"
@@ -163,19 +171,13 @@ static void dispatch_picture(FILE *f, const lm_deploy_state *d) {
 }
 
 static void shapes_table(FILE *f, const lm_deploy_state *d) {
-  char kb[16];
   fprintf(f, "## Held-out shapes\n\nThe plan's time over the per-shape "
              "best, per budget (∞: its pick failed the oracle check).\n\n"
              "| shape | bucket R | best (µs) |");
-  for (int b = 0; b < d->nbudgets; b++)
-    fprintf(f, " K=%s |", budget_name(d->budgets[b], kb, sizeof kb));
-  fprintf(f, "\n|---|---:|---:|");
-  for (int b = 0; b < d->nbudgets; b++)
-    fprintf(f, "---:|");
-  fprintf(f, "\n");
+  budget_columns(f, d, "|---|---:|---:|");
   for (int i = 0; i < d->nshapes; i++) {
     const lm_deploy_shape *s = &d->s[i];
-    const lm_plan *pl = d->plans[lm_deploy_slot(d, 0, LM_DEPLOY_PLAN)];
+    const lm_plan *pl = d->plans[lm_deploy_slot(0, LM_DEPLOY_PLAN)];
     int64_t bR = pl ? pl->kernels[s->kernel].buckets[s->bucket].R : 0;
     fprintf(f, "| %s | %" PRId64 " |", s->id, bR);
     if (!isfinite(s->t_best)) {
@@ -184,18 +186,15 @@ static void shapes_table(FILE *f, const lm_deploy_state *d) {
     }
     fprintf(f, " %.2f |", s->t_best / 1e3);
     for (int b = 0; b < d->nbudgets; b++)
-      pct(f, s->t[lm_deploy_slot(d, b, LM_DEPLOY_PLAN)] / s->t_best - 1);
+      pct(f, s->t[lm_deploy_slot(b, LM_DEPLOY_PLAN)] / s->t_best - 1);
     fprintf(f, "\n");
   }
   fprintf(f, "\n");
 }
 
-static lm_status write_report(const lm_deploy_state *d, lm_error *err) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f)
-    return lm_error_set(err, LM_ESYS, "out of memory");
+/* OUT/deploy.md. */
+static lm_status report_text(FILE *f, const lm_deploy_state *d, lm_error *err) {
+  (void)err;
   const lm_deploy_result *r = d->res;
   fprintf(f,
           "# Deployment evaluation\n\n"
@@ -225,28 +224,16 @@ static lm_status write_report(const lm_deploy_state *d, lm_error *err) {
   dispatch_picture(f, d);
   shapes_table(f, d);
   fprintf(f, "![regret against K](deploy-regret.png)\n");
-  if (fclose(f) != 0) {
-    free(buf);
-    return lm_error_set(err, LM_ESYS, "out of memory");
-  }
-  char path[PATH_MAX + 32];
-  snprintf(path, sizeof path, "%s/deploy.md", d->o->out);
-  lm_status st = lm_file_write_atomic(path, buf, len, err);
-  free(buf);
-  return st;
+  return LM_OK;
 }
 
-/* One record per (budget, policy, shape). */
-static lm_status write_records(const lm_deploy_state *d, lm_error *err) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f)
-    return lm_error_set(err, LM_ESYS, "out of memory");
+/* OUT/deploy.jsonl: one record per (budget, policy, shape). */
+static lm_status records_text(FILE *f, const lm_deploy_state *d,
+                              lm_error *err) {
   lm_status st = LM_OK;
   for (int b = 0; b < d->nbudgets && st == LM_OK; b++)
     for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++) {
-      int slot = lm_deploy_slot(d, b, (lm_deploy_policy)p);
+      int slot = lm_deploy_slot(b, (lm_deploy_policy)p);
       if (!d->res->row[slot].made)
         continue;
       for (int i = 0; i < d->nshapes && st == LM_OK; i++) {
@@ -271,7 +258,7 @@ static lm_status write_records(const lm_deploy_state *d, lm_error *err) {
         cJSON_AddItemToObject(j, "t_best_ns", lm_json_num(s->t_best));
         cJSON_AddItemToObject(
             j, "t_oracle_ns",
-            lm_json_num(s->t[lm_deploy_slot(d, b, LM_DEPLOY_ORACLE)]));
+            lm_json_num(s->t[lm_deploy_slot(b, LM_DEPLOY_ORACLE)]));
         char *line = NULL;
         size_t n = 0;
         if ((st = lm_json_print(j, false, &line, &n, err)) == LM_OK)
@@ -280,26 +267,13 @@ static lm_status write_records(const lm_deploy_state *d, lm_error *err) {
         cJSON_Delete(j);
       }
     }
-  if (fclose(f) != 0 && st == LM_OK)
-    st = lm_error_set(err, LM_ESYS, "out of memory");
-  char path[PATH_MAX + 32];
-  snprintf(path, sizeof path, "%s/deploy.jsonl", d->o->out);
-  if (st == LM_OK)
-    st = lm_file_write_atomic(path, buf ? buf : "", len, err);
-  free(buf);
   return st;
 }
 
-/* Geomean regret against the per-shape best, per policy, against K (all
- * drawn one step right of the largest K). */
-static lm_status plot(const lm_deploy_state *d, lm_error *err) {
-  char path[PATH_MAX + 32];
-  snprintf(path, sizeof path, "%s/deploy-regret.gp", d->o->out);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f)
-    return lm_error_set(err, LM_ESYS, "out of memory");
+/* OUT/deploy-regret.gp: geomean regret against the per-shape best, per
+ * policy, against K (all drawn at twice the largest K). */
+static lm_status plot_script(FILE *f, const lm_deploy_state *d, lm_error *err) {
+  (void)err;
   int kmax = 1;
   for (int b = 0; b < d->nbudgets; b++)
     kmax = d->budgets[b] > kmax ? d->budgets[b] : kmax;
@@ -329,25 +303,41 @@ static lm_status plot(const lm_deploy_state *d, lm_error *err) {
     fprintf(f, "%s$data index %d with linespoints title '%s'", p ? ", " : "", p,
             lm_deploy_policy_name((lm_deploy_policy)p));
   fprintf(f, "\n");
-  if (fclose(f) != 0) {
-    free(buf);
+  return LM_OK;
+}
+
+typedef lm_status (*text_fn)(FILE *f, const lm_deploy_state *d, lm_error *err);
+
+/* OUT/name, written atomically from what fill prints. */
+static lm_status write_out(const lm_deploy_state *d, const char *name,
+                           text_fn fill, lm_error *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
     return lm_error_set(err, LM_ESYS, "out of memory");
-  }
-  lm_status st = lm_file_write_atomic(path, buf, len, err);
+  lm_status st = fill(f, d, err);
+  if (fclose(f) != 0 && st == LM_OK)
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/%s", d->o->out, name);
+  if (st == LM_OK)
+    st = lm_file_write_atomic(path, buf ? buf : "", len, err);
   free(buf);
-  if (st == LM_OK && lm_eval_have_gnuplot())
-    st = lm_eval_gnuplot(d->o->out, "deploy-regret.gp", "deploy-regret.png", 1,
-                         err);
   return st;
 }
 
 lm_status lm_deploy_report(const lm_deploy_state *d, lm_error *err) {
-  lm_status st = write_records(d, err);
+  lm_status st = write_out(d, "deploy.jsonl", records_text, err);
   if (st == LM_OK)
-    st = write_report(d, err);
-  if (st == LM_OK) {
+    st = write_out(d, "deploy.md", report_text, err);
+  if (st == LM_OK) { /* a missing plot is a note, not a failed run */
     lm_error perr = {0};
-    if (plot(d, &perr) != LM_OK && d->o->note)
+    if ((write_out(d, "deploy-regret.gp", plot_script, &perr) != LM_OK ||
+         (lm_eval_have_gnuplot() &&
+          lm_eval_gnuplot(d->o->out, "deploy-regret.gp", "deploy-regret.png", 1,
+                          &perr) != LM_OK)) &&
+        d->o->note)
       d->o->note(d->o->ctx, 1, perr.msg);
   }
   return st;

@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +31,7 @@
 #include <unistd.h>
 
 #include "heldout/machines.h"
+#include "heldout/note.h"
 
 #include "lanemap/calibrate.h"
 #include "lanemap/dispatch.h"
@@ -92,18 +92,9 @@ typedef struct Target {
   int lock; /* held on records from the resume to the last append */
 } Target;
 
-static void note(const Eval *e, int warning, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void note(const Eval *e, int warning, const char *fmt, ...) {
-  if (!e->o->note)
-    return;
-  char line[2400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  e->o->note(e->o->ctx, warning, line);
-}
+/* A note line to the caller (heldout/note.h). */
+#define note(e, warning, ...)                                                  \
+  lm_eval_notef((e)->o->note, (e)->o->ctx, warning, __VA_ARGS__)
 
 static void progress(const Eval *e, lm_evaluate_stage s, lm_isa isa, int done,
                      int total, const char *what) {

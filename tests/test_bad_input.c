@@ -314,7 +314,7 @@ Test(bad_input, every_command_rejects_an_unknown_option_with_exit_2_and_its_usag
 
 Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
   const struct {
-    const char *args[12];
+    const char *args[14];
     const char *want;
   } cases[] = {
       {{"oracle", RMS, "--shape", NULL}, "option --shape needs a value"},
@@ -356,6 +356,12 @@ Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
        "--dump takes one --variant"},
       {{"oracle", "--suite", "kernels/suite.json", "--dump", "/tmp/lanemap-never", NULL},
        "--suite takes no kernel file, --shape or --dump"},
+      {{"solve", "solver/examples/tiny.json", "--profile", "a", "--profile", "b", "--profile",
+        "c", "--profile", "d", "--profile", "e", NULL},
+       "--profile: at most 4, one per ISA target"},
+      {{"tune", "solver/examples/tiny.json", "--profile", "a", "--profile", "b", "--profile",
+        "c", "--profile", "d", "--profile", "e", NULL},
+       "--profile: at most 4, one per ISA target"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     Run r = run_argv(cases[i].args);

@@ -242,7 +242,6 @@ Test(deploy, a_small_run_is_consistent) {
                 plan[b]->workload_oracle);
     cr_expect_eq(oracle[b]->left_out, 0);
     cr_expect(fabs(oracle[b]->workload_oracle) < 1e-12);
-    cr_expect(oracle[b]->best.geomean >= 0);
   }
   cr_expect_leq(plan[0]->variants, 2, "K=1: one variant per kernel");
   /* the oracle only gains from a larger budget */

@@ -9,11 +9,27 @@ from .kernel import isa_name, isa_value
 PathLike = Union[str, os.PathLike]
 
 
+def _installed(*parts: str) -> str:
+    """A file of the library's installed data (PREFIX/share/lanemap)."""
+    return os.path.join(ffi.string(lib.lanemap_py_datadir).decode(), *parts)
+
+
+def _run(fn, o, res, progress, desc):
+    """fn(o, res) with o's note and progress callbacks wired to a Progress;
+    returns the (warning, line) notes the library reported."""
+    with Progress(progress, desc) as pr:
+        o.note = lib._lm_py_eval_note
+        o.ctx = pr.handle
+        if pr.active:
+            o.progress = lib._lm_py_eval_progress
+        call(fn, o, res)
+    return pr.notes
+
+
 def bundled_cases() -> str:
     """The held-out case list installed with the library
     (PREFIX/share/lanemap/heldout/cases.json)."""
-    datadir = ffi.string(lib.lanemap_py_datadir).decode()
-    return os.path.join(datadir, "heldout", "cases.json")
+    return _installed("heldout", "cases.json")
 
 
 def evaluate(out: PathLike, cases: Optional[PathLike] = None,
@@ -57,12 +73,7 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
         o.shard_i, o.shard_n = shard
     o.seed = seed
     res = ffi.new("lm_evaluate_result *")
-    with Progress(progress, "evaluate") as pr:
-        o.note = lib._lm_py_eval_note
-        o.ctx = pr.handle
-        if pr.active:
-            o.progress = lib._lm_py_eval_progress
-        call(lib.lm_evaluate, o, res)
+    notes = _run(lib.lm_evaluate, o, res, progress, "evaluate")
     result = to_python(res[0])
     targets = result["target"][:result.pop("ntargets")]
     policies = _policy_names()
@@ -72,7 +83,7 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
         t["stats"] = dict(zip(policies, t["stats"]))
     result["targets"] = targets
     del result["target"]
-    result["notes"] = pr.notes
+    result["notes"] = notes
     return result
 
 
@@ -83,8 +94,7 @@ def _policy_names() -> List[str]:
 def bundled_deploy_spec() -> str:
     """The deployment spec installed with the library
     (PREFIX/share/lanemap/heldout/deploy.json)."""
-    datadir = ffi.string(lib.lanemap_py_datadir).decode()
-    return os.path.join(datadir, "heldout", "deploy.json")
+    return _installed("heldout", "deploy.json")
 
 
 def deploy(out: PathLike, spec: Optional[PathLike] = None,
@@ -116,16 +126,11 @@ def deploy(out: PathLike, spec: Optional[PathLike] = None,
     o.quick, o.fresh, o.shapes, o.seed = int(quick), int(fresh), shapes, seed
     o.accept_noisy = lib.lm_profile_accept_noisy(int(accept_noisy))
     res = ffi.new("lm_deploy_result *")
-    with Progress(progress, "deploy") as pr:
-        o.note = lib._lm_py_eval_note
-        o.ctx = pr.handle
-        if pr.active:
-            o.progress = lib._lm_py_eval_progress
-        call(lib.lm_deploy, o, res)
+    notes = _run(lib.lm_deploy, o, res, progress, "deploy")
     result = to_python(res[0])
     rows = result.pop("row")[:result.pop("nrows")]
     for r in rows:
         r["policy"] = text(lib.lm_deploy_policy_name(r["policy"]))
     result["rows"] = rows
-    result["notes"] = pr.notes
+    result["notes"] = notes
     return result
