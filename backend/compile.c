@@ -395,7 +395,7 @@ lm_status lm_compiled_rebind(const lm_compiled *c, const lm_variant *v,
   if (!lm_variant_same_code(&c->v, v))
     return lm_error_set(err, LM_EINPUT,
                         "rebind: the variant differs in more than workers "
-                        "and grain, so it needs code of its own");
+                        "and split, so it needs code of its own");
   lm_compiled *r = calloc(1, sizeof *r);
   if (!r)
     return lm_error_set(err, LM_ESYS, "out of memory");

@@ -1,7 +1,8 @@
-/* Launching compiled variants: the args block and the cut into tasks.
+/* Launching compiled variants: the args block and the cut into chunks.
  * workers = 1 calls the entry once over [0, R) with no pool at all; more
- * workers cut [0, R) into tasks of `grain` instances on the pool, claimed
- * dynamically in batches of lm_launch_batch tasks. */
+ * workers cut [0, R) on the pool as the variant's split says
+ * (lm_variant_cut): static blocks, K chunks per worker, or chunks of a
+ * fixed grain claimed in batches. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +40,14 @@ lm_status lm_compiled_launch(const lm_compiled *c, lm_pool *pool,
   }
   if (!pool)
     pool = lm_pool_shared();
-  /* the variant's workers, as the cost model counts the claims (the pool
-   * may clamp the participants further) */
-  int64_t chunks = v->grain > 0 ? (R + v->grain - 1) / v->grain : 0;
-  lm_launch_sched s = {LM_SCHED_DYNAMIC, lm_launch_batch(chunks, v->workers)};
-  return lm_pool_launch_sched(pool, fn, args, R, v->grain, v->workers, &s, err);
+  /* the variant's cut, as the cost model prices it (the pool may clamp the
+   * participants further) */
+  lm_cut cut;
+  lm_variant_cut(v, R, &cut);
+  lm_launch_sched s = {cut.dynamic ? LM_SCHED_DYNAMIC : LM_SCHED_STATIC,
+                       cut.batch};
+  return lm_pool_launch_sched(pool, fn, args, R, cut.grain, v->workers, &s,
+                              err);
 }
 
 /* Private arrays of generated code live in one growing, 64-byte aligned

@@ -75,7 +75,8 @@ lm_status lm_schedule_build(const lm_kernel *k, const lm_variant *v, lm_schedule
   s->per = s->block ? s->W : s->U;
   s->snapshot = v->phase == LM_PHASE_SNAPSHOT;
   s->uniform_rows = s->G == 1 && k->rowlen_param < 0;
-  s->rule = (lm_sched_rule){s->L, s->G, s->per, v->workers, v->grain};
+  s->rule = (lm_sched_rule){s->L, s->G, s->per, v->workers, v->grain,
+                            v->split, v->per_worker};
   parts(s);
 
   int nn = k->nnodes > 0 ? k->nnodes : 1, ns = k->nstores > 0 ? k->nstores : 1;
@@ -195,11 +196,11 @@ void lm_sched_at(const lm_sched_rule *s, int64_t R, int64_t N, const double *row
   st->rest = st->full - st->main;
   st->tail = st->S - st->full;
   st->density = N > 0 ? len / (double)N : 1;
-  st->tasks = s->workers > 1 ? ceil((double)R / (double)s->grain) : 1;
-  st->claims = s->workers > 1
-                   ? ceil(st->tasks / (double)lm_launch_batch((int64_t)st->tasks,
-                                                              s->workers))
-                   : 1;
+  lm_cut cut;
+  lm_cut_of(s->split, s->grain, s->per_worker, s->workers, G, R, &cut);
+  st->tasks = s->workers > 1 ? (double)cut.chunks : 1;
+  st->claims = s->workers > 1 ? (double)cut.claims : 1;
+  st->par = cut.busiest > 0 ? cut.packets / cut.busiest : 1;
   /* a launch on workers > 1 goes through the pool's launch path (checks,
    * the shared pool, chunking) before its first entry call, even when its
    * one task then runs inline: one more call level */

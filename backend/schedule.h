@@ -79,7 +79,9 @@ typedef struct lm_sched_loop {
  * model's per-variant counts without the schedule. */
 typedef struct lm_sched_rule {
   int L, G, per, workers;
-  int64_t grain;
+  int64_t grain;  /* the variant's split (lm_variant_cut) */
+  lm_split split;
+  int per_worker;
 } lm_sched_rule;
 
 typedef struct lm_schedule {
@@ -127,9 +129,10 @@ typedef struct lm_sched_steps {
   double S;                      /* steps per packet */
   double full, main, rest, tail; /* of a full packet: unmasked (main + rest), masked */
   double density;                /* active lane-steps / issued lane-steps of the rows */
-  double tasks;                  /* chunks of `grain` rows (workers > 1), else 1 */
-  double claims;                 /* pool claims of those (lm_launch_batch), else 1 */
+  double tasks;                  /* chunks of the variant's cut (workers > 1), else 1 */
+  double claims;                 /* claims on the pool's shared counter (0 for static) */
   double calls;                  /* entry calls and launch-path levels */
+  double par;                    /* packets over the busiest participant's packets */
 } lm_sched_steps;
 void lm_sched_at(const lm_sched_rule *r, int64_t R, int64_t N, const double *rowlen,
                  lm_sched_steps *out);

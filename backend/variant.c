@@ -3,10 +3,12 @@
  * lm_variant_check adds the kernel's facts (element type, private-array
  * candidates).  The enumerator lists exactly the variants that the check
  * accepts, so "every legal variant" has one meaning across the project. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/runtime.h"
 #include "lanemap/variant.h"
 
 static const char *isa_names[LM_ISA__COUNT] = {"x86-64-v2", "x86-64-v3",
@@ -90,7 +92,11 @@ char *lm_variant_format(const lm_variant *v, char *buf, size_t n) {
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/phase=%s",
                   phase_name[v->phase]);
   k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/t%d", v->workers);
-  if (v->workers > 1)
+  if (v->workers > 1 && v->split == LM_SPLIT_STATIC)
+    snprintf(buf + k, n > (size_t)k ? n - k : 0, "/static");
+  else if (v->workers > 1 && v->split == LM_SPLIT_DYNAMIC)
+    snprintf(buf + k, n > (size_t)k ? n - k : 0, "/dyn%d", v->per_worker);
+  else if (v->workers > 1)
     snprintf(buf + k, n > (size_t)k ? n - k : 0, "/g%lld",
              (long long)v->grain);
   return buf;
@@ -147,10 +153,28 @@ static lm_status check_fields(const lm_variant *v, lm_dtype elem,
     return lm_error_set(err, LM_EINPUT, "t%d: workers must be 1..%d",
                         v->workers, LM_MAX_WORKERS);
   int64_t per = v->w / v->l;
-  if (v->workers > 1 && (v->grain < per || v->grain % per != 0))
+  if (v->workers == 1 && (v->split != LM_SPLIT_GRAIN || v->grain != 0))
+    return lm_error_set(err, LM_EINPUT,
+                        "a split (static, dynK or gG) applies only with t > 1");
+  if (v->workers > 1 && v->split == LM_SPLIT_GRAIN &&
+      (v->grain < per || v->grain % per != 0))
     return lm_error_set(err, LM_EINPUT,
                         "g%lld: grain must be a positive multiple of W/L=%lld",
                         (long long)v->grain, (long long)per);
+  if (v->workers > 1 && v->split == LM_SPLIT_DYNAMIC &&
+      (v->per_worker < 1 || v->per_worker > LM_SPLIT_DYN_MAX))
+    return lm_error_set(err, LM_EINPUT,
+                        "dyn%d: chunks per worker must be 1..%d",
+                        v->per_worker, LM_SPLIT_DYN_MAX);
+  if (v->split != LM_SPLIT_GRAIN && v->split != LM_SPLIT_STATIC &&
+      v->split != LM_SPLIT_DYNAMIC)
+    return lm_error_set(err, LM_EINPUT, "unknown split %d", (int)v->split);
+  if (v->split != LM_SPLIT_GRAIN && v->grain != 0)
+    return lm_error_set(err, LM_EINPUT,
+                        "a grain applies only to the gG split");
+  if (v->split != LM_SPLIT_DYNAMIC && v->per_worker != 0)
+    return lm_error_set(err, LM_EINPUT,
+                        "chunks per worker apply only to the dynK split");
   return LM_OK;
 }
 
@@ -199,11 +223,17 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
     } else if (f[0] == 'g' && have_t && !have_g &&
                parse_int(f + 1, 1, (int64_t)1 << 40, &x)) {
       v.grain = x, have_g = 1;
+    } else if (strcmp(f, "static") == 0 && have_t && !have_g) {
+      v.split = LM_SPLIT_STATIC, have_g = 1;
+    } else if (strncmp(f, "dyn", 3) == 0 && have_t && !have_g &&
+               parse_int(f + 3, 1, LM_SPLIT_DYN_MAX, &x)) {
+      v.split = LM_SPLIT_DYNAMIC, v.per_worker = (int)x, have_g = 1;
     } else {
       return lm_error_set(err, LM_EINPUT,
                           "variant '%s': unexpected field '%s' (form: "
-                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F]/tT[/gG])",
-                          text, f);
+                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F]/tT"
+                          "[/static|/dynK|/gG], K in 1..%d)",
+                          text, f, LM_SPLIT_DYN_MAX);
     }
   }
   if (!have_w || !have_l || !have_t)
@@ -211,11 +241,14 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
                         "variant '%s': needs ISA, wW, lL and tT fields", text);
   if (v.workers > 1 && !have_g)
     return lm_error_set(err, LM_EINPUT,
-                        "variant '%s': t%d needs a grain field gG", text,
-                        v.workers);
+                        "variant '%s': t%d needs a split: static, dynK (K "
+                        "chunks per worker) or gG (a grain of G rows)",
+                        text, v.workers);
   if (v.workers == 1 && have_g)
     return lm_error_set(err, LM_EINPUT,
-                        "variant '%s': a grain applies only with t > 1", text);
+                        "variant '%s': a split (static, dynK or gG) applies "
+                        "only with t > 1",
+                        text);
   /* W depends on the element type: accept either until the kernel check,
    * and report the f32 reading's reason when neither holds. */
   if (check_fields(&v, LM_F32, NULL) != LM_OK &&
@@ -263,7 +296,75 @@ void lm_enum_defaults(lm_enum_opts *o) {
   memset(o, 0, sizeof *o);
   o->isa = LM_ISA_HOST;
   o->workers[0] = 1;
-  o->grains[0] = 16;
+  o->split_static = 1;
+  for (int i = 0; i < 4; i++)
+    o->dynamic[i] = 2 << i; /* 2, 4, 8, 16 chunks per worker */
+}
+
+/* The splits of o for t > 1, in a stable order: static, dynK, gG. */
+static int splits_of(const lm_enum_opts *o, int per, lm_variant *out) {
+  int n = 0;
+  if (o->split_static)
+    out[n++] = (lm_variant){.split = LM_SPLIT_STATIC};
+  for (int i = 0; i < 8 && o->dynamic[i]; i++)
+    out[n++] = (lm_variant){.split = LM_SPLIT_DYNAMIC,
+                            .per_worker = o->dynamic[i]};
+  for (int i = 0; i < 8 && o->grains[i]; i++)
+    out[n++] = (lm_variant){.split = LM_SPLIT_GRAIN,
+                            .grain = (int64_t)o->grains[i] * per};
+  return n;
+}
+
+void lm_cut_of(lm_split s, int64_t grain, int per_worker, int workers, int per,
+               int64_t R, lm_cut *c) {
+  double P = (double)((R + per - 1) / per);
+  int64_t Pi = (R + per - 1) / per, gp = Pi > 0 ? Pi : 1; /* packets per chunk */
+  if (workers > 1 && s == LM_SPLIT_GRAIN)
+    gp = grain / per > 0 ? grain / per : 1;
+  else if (workers > 1 && s == LM_SPLIT_STATIC)
+    gp = (Pi + workers - 1) / workers;
+  else if (workers > 1 && s == LM_SPLIT_DYNAMIC) {
+    int64_t want = (int64_t)workers * (per_worker > 0 ? per_worker : 1);
+    gp = (Pi + want - 1) / want;
+  }
+  if (gp < 1)
+    gp = 1;
+  c->packets = P;
+  c->grain = gp * per;
+  c->chunks = R > 0 ? (R + c->grain - 1) / c->grain : 0;
+  c->participants = (int)(workers < c->chunks ? workers : c->chunks);
+  if (c->participants < 1)
+    c->participants = 1;
+  c->dynamic = s != LM_SPLIT_STATIC;
+  c->batch = s == LM_SPLIT_GRAIN ? lm_launch_batch(c->chunks, workers) : 1;
+  c->claims = workers > 1 && c->dynamic ? (c->chunks + c->batch - 1) / c->batch : 0;
+  /* the busiest participant's packets: static blocks differ by at most one
+   * chunk and the first is the largest; dynamic claims (of batch chunks)
+   * are taken in turn, so participant j runs claims j, j + w, ... and the
+   * busiest is the first or the holder of the short last claim */
+  int64_t w = c->participants;
+  if (w <= 1 || Pi <= gp) {
+    c->busiest = P;
+  } else if (!c->dynamic) {
+    double b = (double)((c->chunks + w - 1) / w) * (double)gp;
+    c->busiest = b < P ? b : P;
+  } else {
+    double cp = (double)(gp * c->batch); /* packets per claim */
+    double T = ceil(P / cp), r = P - (T - 1) * cp;
+    if (T <= (double)w) {
+      c->busiest = cp;
+    } else {
+      double k = fmod(T - 1, (double)w); /* holder of the short claim */
+      double nk = floor((T - 2 - k) / (double)w) + 1;
+      double n0 = floor((T - 2) / (double)w) + 1;
+      c->busiest = fmax(nk * cp + r, n0 * cp);
+    }
+  }
+}
+
+void lm_variant_cut(const lm_variant *v, int64_t R, lm_cut *out) {
+  lm_cut_of(v->split, v->grain, v->per_worker, v->workers, v->w / v->l, R,
+            out);
 }
 
 int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
@@ -287,21 +388,22 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
           for (int pr = ph == LM_PHASE_SNAPSHOT ? LM_PRIV_GATHER : LM_PRIV_NONE;
                pr <= (ph == LM_PHASE_SNAPSHOT ? LM_PRIV_MASKED : LM_PRIV_NONE);
                pr++)
-            for (int ti = 0; ti < 8 && o->workers[ti]; ti++)
-              for (int gi = 0; gi < 8 && (gi == 0 || o->grains[gi]); gi++) {
-                int t = o->workers[ti];
-                if (t == 1 && gi > 0)
-                  break;
-                lm_variant v = {o->isa, w, l, pr, g, ph, t, 0};
-                if (t > 1)
-                  v.grain = (int64_t)(o->grains[gi] ? o->grains[gi] : 16) *
-                            (w / l);
+            for (int ti = 0; ti < 8 && o->workers[ti]; ti++) {
+              int t = o->workers[ti];
+              lm_variant sp[1 + 16];
+              int ns = t > 1 ? splits_of(o, w / l, sp) : 1;
+              if (t == 1)
+                sp[0] = (lm_variant){0};
+              for (int si = 0; si < ns; si++) {
+                lm_variant v = {o->isa, w, l, pr, g, ph, t, sp[si].grain,
+                                sp[si].split, sp[si].per_worker};
                 if (lm_variant_check(k, &v, NULL) != LM_OK)
                   continue;
                 if (n == cap)
                   vs = realloc(vs, sizeof *vs * (cap *= 2));
                 vs[n++] = v;
               }
+            }
   }
   (void)err;
   *out = vs;

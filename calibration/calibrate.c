@@ -253,6 +253,16 @@ static void progress(const lm_calib_opts *o, int done, int total, const char *wh
     o->progress(o->progress_ctx, done, total, what);
 }
 
+/* A benchmark's design row: its counts, with the work every worker shares
+ * out divided by the parallel speed-up of its cut (lm_features.par), as
+ * lm_cost_eval combines them.  The fork-join round and DRAM bytes are paid
+ * once per launch, not per worker; a one-worker row is its counts. */
+static void design_row(const lm_features *f, double *row) {
+  double par = f->par > 0 ? f->par : 1;
+  for (int t = 0; t < LM_T__COUNT; t++)
+    row[t] = t == LM_T_FORK || t == LM_T_B_DRAM ? f->n[t] : f->n[t] / par;
+}
+
 /* The fitted (non-mixed) rows: one per benchmark and size, with the
  * relative spread of each row's timing (at least LM_CALIB_SPREAD_FLOOR). */
 static int build_design(Run *runs, int n, double **A, double **b,
@@ -266,8 +276,7 @@ static int build_design(Run *runs, int n, double **A, double **b,
     if (runs[i].b->mixed)
       continue;
     for (int z = 0; z < 2; z++) {
-      for (int t = 0; t < LM_T__COUNT; t++)
-        (*A)[m * LM_T__COUNT + t] = runs[i].f[z].n[t];
+      design_row(&runs[i].f[z], *A + (size_t)m * LM_T__COUNT);
       (*b)[m] = runs[i].ns[z];
       (*spread)[m] = fmax(runs[i].spread[z], LM_CALIB_SPREAD_FLOOR);
       (*group)[m] = i;
@@ -478,7 +487,7 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   for (int i = 0; i < n; i++)
     for (int z = 0; z < 2; z++) {
       double feats[LM_T__COUNT + 1];
-      memcpy(feats, runs[i].f[z].n, sizeof runs[i].f[z].n);
+      design_row(&runs[i].f[z], feats);
       feats[LM_T__COUNT] = 0; /* the overlap term counts nothing */
       /* both sizes carry the benchmark's name; reps and features tell them apart */
       lm_profile_sample smp = {runs[i].b->name,          runs[i].b->family, feats,
@@ -487,7 +496,7 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
       lm_profile_add_sample(p, &smp, err);
       double pred = 0;
       for (int t = 0; t < LM_T__COUNT; t++)
-        pred += fr->theta[t] * runs[i].f[z].n[t];
+        pred += fr->theta[t] * feats[t];
       resid[row++] = (pred - runs[i].ns[z]) / runs[i].ns[z];
     }
   lm_profile_set_residuals(p, resid, row, err);

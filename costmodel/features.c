@@ -44,7 +44,9 @@ int lm_term_lookup(const char *name) {
 
 /* The model form's revision: bump it when the meaning of a term or the way
  * terms combine changes without the term list changing. */
-#define LM_MODEL_FORM "form-4" /* 4: task counts pool claims */
+/* 4: task counts pool claims; 5: splits (static, dynK), the busiest
+ * worker's share from lm_variant_cut, parallel calibration rows per worker */
+#define LM_MODEL_FORM "form-5"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
@@ -552,6 +554,7 @@ void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
   out->steps_main = Pf * st.full * pl->nloops;
   out->steps_tail = (Pf * st.tail + (P - Pf) * S) * pl->nloops;
   out->packets = P;
+  out->par = pl->rule.workers > 1 ? st.par : 1;
   out->density = st.density;
   n[LM_T_GALIAS] += lm_cost_counts_alias(pl, s, caches, &st);
   /* launch structure */

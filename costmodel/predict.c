@@ -13,21 +13,6 @@
 /* The model form, shared by lm_cost_eval and the compiled predictor so
  * that both give the same bits: compute C and memory M per worker, the
  * fork-join round on top, the hidden side weighted by the overlap. */
-/* The parallel speed-up of P packets in tasks of gp packets (the last one
- * partial) claimed in order by `workers` workers: P over the busiest
- * worker's packets.  Worker j claims tasks j, j + w, ...; the busiest is
- * worker 0 or the one that holds the partial task. */
-static double speedup(double P, double gp, int workers) {
-  if (workers <= 1 || gp <= 0 || P <= gp)
-    return 1;
-  double w = workers, T = ceil(P / gp), r = P - (T - 1) * gp;
-  if (T <= w)
-    return P / gp;
-  double k = fmod(T - 1, w);                      /* holder of the partial task */
-  double nk = floor((T - 2 - k) / w) + 1, n0 = floor((T - 2) / w) + 1;
-  return P / fmax(nk * gp + r, n0 * gp);
-}
-
 static double combine(const lm_coefs *c, const double *n, double par, double *Cout,
                       double *Mout, double *fork) {
   double C = 0, Mc = 0, Md = 0, F = 0;
@@ -48,15 +33,12 @@ static double combine(const lm_coefs *c, const double *n, double par, double *Co
   return F + fmax(C, M) + c->overlap * fmin(C, M);
 }
 
-static double grain_packets(const lm_variant *v) {
-  return (double)v->grain / (double)(v->w / v->l);
-}
-
 void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
                   lm_prediction *out) {
   memset(out, 0, sizeof *out);
   out->f = *f;
-  double C, M, par = speedup(f->packets, grain_packets(v), v->workers);
+  (void)v; /* the cut is in the features (f->par) */
+  double C, M, par = f->par > 0 ? f->par : 1;
   out->ns = combine(c, f->n, par, &C, &M, &out->fork_ns);
   out->compute_ns = C;
   out->memory_ns = M;
@@ -125,7 +107,6 @@ typedef struct Fast {
   double wpool;               /* task ns per task, when the pool runs them */
   double walias;              /* ns per aliasing gathered element */
   double fork;                /* fork-join ns per launch (workers > 1) */
-  double gp;                  /* packets per task */
   int workers, gathers;       /* gathers: the plan has row gathers */
 } Fast;
 
@@ -163,7 +144,6 @@ static void fast_of(const lm_coefs *c, const lm_cost_counts *pl, int workers, Fa
   f->walias = c->theta[LM_T_GALIAS];
   f->fork = workers > 1 ? c->theta[LM_T_FORK] : 0;
   f->workers = workers;
-  f->gp = (double)pl->rule.grain / (double)pl->G;
   for (int b = 0; b < pl->nbuf; b++)
     f->gathers |= pl->gather_main[b] != 0 || pl->gather_rest[b] != 0 || pl->gather_tail[b] != 0;
 }
@@ -219,7 +199,7 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
       C += f->walias * lm_cost_counts_alias(pl, s, &c->caches, &st);
     double lv[3], total, fp;
     lm_cost_counts_bytes(pl, s, &c->caches, &st, lv, &total, &fp);
-    double par = speedup(st.P, f->gp, f->workers);
+    double par = f->workers > 1 ? st.par : 1;
     C /= par;
     double M = (c->theta[LM_T_B_L2] * lv[0] + c->theta[LM_T_B_L3] * lv[1]) / par +
                c->theta[LM_T_B_DRAM] * lv[2];

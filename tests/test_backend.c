@@ -346,8 +346,9 @@ Test(backend, eight_workers_on_two_cores_match_the_oracle_in_every_variant,
 Test(variant, strings_round_trip) {
   const char *s[] = {"x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/t2/g64",
                      "x86-64-v3/w8/l8/phase=reread/t1", "x86-64-v2/w4/l2/glob=gather/t1",
-                     "host/w16/l16/t4/g1"};
-  for (size_t i = 0; i < 4; i++) {
+                     "host/w16/l16/t4/g1", "x86-64-v4/w16/l16/t2/static",
+                     "x86-64-v3/w8/l1/glob=transpose/t8/dyn16"};
+  for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
     lm_variant v;
     lm_error err = {0};
     cr_assert_eq(lm_variant_parse(s[i], &v, &err), LM_OK, "%s: %s", s[i], err.msg);
@@ -363,12 +364,54 @@ Test(variant, malformed_strings_are_rejected_with_the_field) {
                        "x86-64-v4/w16/l16/t2", "x86-64-v4/w16/l16/t1/g4",
                        "x86-64-v4/w16/l4/glob=gather/t2/g3", "x86-64-v4/w16/l16/t0",
                        "x86-64-v4/l16/w16/t1", "x86-64-v4/w16/l16/t1/extra",
-                       "x86-64-v4/w16/l16/phase=later/t1", "x86-64-v2/w16/l16/t1"};
+                       "x86-64-v4/w16/l16/phase=later/t1", "x86-64-v2/w16/l16/t1",
+                       "x86-64-v4/w16/l16/t1/static", "x86-64-v4/w16/l16/t2/dyn0",
+                       "x86-64-v4/w16/l16/t2/dyn4/g16", "x86-64-v4/w16/l16/t2/static/static",
+                       "x86-64-v4/w16/l16/t2/dyn-1", "x86-64-v4/w16/l16/t2/Static"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lm_variant v;
     lm_error err = {0};
     cr_expect_eq(lm_variant_parse(bad[i], &v, &err), LM_EINPUT, "'%s' accepted", bad[i]);
     cr_expect(err.msg[0] != 0, "'%s' has no message", bad[i]);
+  }
+}
+
+/* The cut of a launch, worked by hand: rows per chunk are whole packets,
+ * static gives each worker one block, dynK about K chunks per worker, gG
+ * fixed chunks claimed in batches; busiest is in packets. */
+Test(variant, cuts_are_whole_packets_and_name_the_busiest_share) {
+  struct {
+    const char *v;
+    int64_t R;
+    int64_t grain, chunks, batch, claims;
+    double busiest;
+  } cases[] = {
+      /* 3 packets of 16 rows over 2 workers: blocks of 2 and 1 packets */
+      {"x86-64-v4/w16/l1/glob=transpose/t2/static", 33, 32, 2, 1, 0, 2},
+      {"x86-64-v4/w16/l16/t2/static", 1000, 500, 2, 1, 0, 500},
+      /* 8 chunks of 125 rows, one claim each */
+      {"x86-64-v4/w16/l16/t2/dyn4", 1000, 125, 8, 1, 8, 500},
+      /* 7 packets, 4 wanted per worker: 7 chunks of 1, claims 0,2,4,6 on worker 0 */
+      {"x86-64-v4/w16/l1/glob=gather/t2/dyn4", 100, 16, 7, 1, 7, 4},
+      /* 256 chunks of 1 row in batches of 256/(2*8) = 16: 16 claims, 8 each */
+      {"x86-64-v4/w16/l16/t2/g1", 256, 1, 256, 16, 16, 128},
+      /* one row: one chunk, run inline */
+      {"x86-64-v4/w16/l16/t2/dyn16", 1, 1, 1, 1, 1, 1},
+      {"x86-64-v4/w16/l16/t1", 1000, 1000, 1, 1, 0, 1000},
+      /* 4 workers, 10 packets: static blocks of 3, the last of 1 */
+      {"x86-64-v4/w16/l16/t4/static", 10, 3, 4, 1, 0, 3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    lm_variant v;
+    lm_error err = {0};
+    cr_assert_eq(lm_variant_parse(cases[i].v, &v, &err), LM_OK, "%s", err.msg);
+    lm_cut c;
+    lm_variant_cut(&v, cases[i].R, &c);
+    cr_expect_eq(c.grain, cases[i].grain, "%s: grain %lld", cases[i].v, (long long)c.grain);
+    cr_expect_eq(c.chunks, cases[i].chunks, "%s: chunks %lld", cases[i].v, (long long)c.chunks);
+    cr_expect_eq(c.batch, cases[i].batch, "%s: batch %lld", cases[i].v, (long long)c.batch);
+    cr_expect_eq(c.claims, cases[i].claims, "%s: claims %lld", cases[i].v, (long long)c.claims);
+    cr_expect_eq(c.busiest, cases[i].busiest, "%s: busiest %g", cases[i].v, c.busiest);
   }
 }
 

@@ -435,6 +435,10 @@ Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
       {"x86-64-v4/w16/l4/glob=transpose/t2/g16", 4}, /* packets of 4 rows, tasks 4 1 */
       {"x86-64-v4/w16/l16/t2/g32", 17},  /* one task */
       {"x86-64-v4/w16/l16/t4/g4", 5},    /* 4 workers: 4 + 1 on worker 0 */
+      {"x86-64-v4/w16/l16/t2/static", 9}, /* blocks of 9 and 8 */
+      {"x86-64-v4/w16/l16/t4/static", 5}, /* blocks of 5 5 5 2 */
+      {"x86-64-v4/w16/l16/t2/dyn2", 10},  /* chunks 5 5 5 2: worker 0 runs 5 + 5 */
+      {"x86-64-v4/w16/l16/t2/dyn16", 9},  /* 17 chunks of 1 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     lm_variant v;

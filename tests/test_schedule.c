@@ -12,6 +12,7 @@
  * A change to the lowering that the cost model does not follow (or the
  * reverse) fails here, naming the kernel, variant, part and count. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "costmodel/counts.h"
 #include "lanemap/cases.h"
 #include "lanemap/ir.h"
+#include "lanemap/runtime.h"
 #include "support/source.h"
 
 static const char *kernels[] = {
@@ -47,6 +49,7 @@ static lm_variant *variants_of(const lm_kernel *k, lm_isa isa, int *n) {
   lm_enum_defaults(&eo);
   eo.isa = isa;
   eo.workers[0] = 1, eo.workers[1] = 2, eo.workers[2] = 0;
+  eo.grains[0] = 16; /* the gG split beside the default static and dynK */
   lm_variant *vs = NULL;
   lm_error err = {0};
   *n = lm_variant_enumerate(k, &eo, &vs, &err);
@@ -174,6 +177,36 @@ static void run_steps(const lm_schedule *s, int64_t R, int64_t N, double out[3])
   }
 }
 
+/* The chunks a launch of v over R rows runs on a 2-worker pool, with the
+ * cut lm_compiled_launch uses: entry calls counted, every row covered
+ * once, every chunk whole packets but the last. */
+typedef struct Count {
+  _Atomic int64_t calls, rows, ragged;
+  int64_t per, R;
+} Count;
+static void count_entry(const void *args, int64_t first, int64_t count) {
+  Count *c = (Count *)args;
+  atomic_fetch_add(&c->calls, 1);
+  atomic_fetch_add(&c->rows, count);
+  if (first % c->per != 0 || (count % c->per != 0 && first + count != c->R))
+    atomic_fetch_add(&c->ragged, 1);
+}
+static double pool_chunks(lm_pool *pool, const lm_variant *v, int64_t R) {
+  if (v->workers == 1 || R == 0)
+    return 1;
+  lm_cut cut;
+  lm_variant_cut(v, R, &cut);
+  Count c = {.per = v->w / v->l, .R = R};
+  lm_launch_sched s = {cut.dynamic ? LM_SCHED_DYNAMIC : LM_SCHED_STATIC, cut.batch};
+  lm_error err = {0};
+  cr_assert_eq(lm_pool_launch_sched(pool, count_entry, &c, R, cut.grain, v->workers, &s, &err),
+               LM_OK, "%s", err.msg);
+  cr_assert_eq(atomic_load(&c.rows), R, "rows covered %lld of %lld",
+               (long long)atomic_load(&c.rows), (long long)R);
+  cr_assert_eq(atomic_load(&c.ragged), 0, "a chunk that is not whole packets");
+  return (double)atomic_load(&c.calls);
+}
+
 typedef struct Shape {
   const char *kernel;
   int64_t R, C;
@@ -207,6 +240,9 @@ Test(schedule, step_counts_at_a_shape_equal_the_steps_the_emitted_loops_run) {
                                      {5, 100}, {64, 8}, {9, 2},   {33, 31}, {7, 15}, {15, 17},
                                      {1, 4096}, {16, 1}, {100, 63}, {100, 65}};
   int checked = 0, bad = 0;
+  lm_error perr = {0};
+  lm_pool *pool = lm_pool_new(1, &perr);
+  cr_assert_not_null(pool, "%s", perr.msg);
   for (size_t ki = 0; ki < NKERNELS; ki++) {
     lm_kernel *k = NULL;
     lm_error err = {0};
@@ -242,8 +278,7 @@ Test(schedule, step_counts_at_a_shape_equal_the_steps_the_emitted_loops_run) {
           run_steps(&s, st.R, st.N, ran);
           double model[3] = {st.Pf * st.main, st.Pf * st.rest,
                              st.Pf * st.tail + (st.P - st.Pf) * st.S};
-          double chunks = vs[vi].workers > 1
-                              ? (double)((st.R + vs[vi].grain - 1) / vs[vi].grain) : 1;
+          double chunks = pool_chunks(pool, &vs[vi], st.R);
           checked++;
           if (model[0] != ran[0] || model[1] != ran[1] || model[2] != ran[2] ||
               st.tasks != chunks) {
@@ -261,6 +296,7 @@ Test(schedule, step_counts_at_a_shape_equal_the_steps_the_emitted_loops_run) {
     }
     lm_kernel_free(k);
   }
+  lm_pool_free(pool);
   printf("schedule steps: %d variant x shape pairs, %d disagree\n", checked, bad);
   cr_assert_eq(bad, 0);
   cr_assert_gt(checked, 10000);

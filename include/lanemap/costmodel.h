@@ -93,6 +93,7 @@ typedef struct lm_features {
   /* facts behind the counts, for explanations */
   double packets, steps_main, steps_tail, density;
   double bytes_total, footprint;
+  double par; /* packets over the busiest worker's packets (1 with one worker) */
 } lm_features;
 
 /* Count every term for one launch of k x v over shape s. */
@@ -103,7 +104,9 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
 
 /* ---- prediction -------------------------------------------------------
  *
- *   C = (Σ_compute θ_t n_t) / par          par = min(workers, tasks)
+ *   C = (Σ_compute θ_t n_t) / par
+ *       par = packets / the busiest worker's packets under the variant's
+ *       split (lm_variant_cut): the slowest share, not the mean
  *   M = (θ_l1 n_l1 + θ_l2 n_l2 + θ_l3 n_l3) / par + θ_dram n_dram
  *   t = θ_fork n_fork + max(C, M) + γ · min(C, M)
  *

@@ -1,12 +1,13 @@
 /* lanemap variants: one full mapping configuration of one kernel
  * (DESIGN.md §6), with a stable string form such as
  *
- *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/t2/g64
+ *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/t2/dyn4
  *
  * Fields appear in that order.  `glob` appears only when L < W, `phase`
  * only when the kernel has a tile reused after a reduction, `priv` only
- * with phase=snapshot, and `g` only with more than one worker.  Illegal
- * combinations are rejected with a reason; they are never rewritten. */
+ * with phase=snapshot, and the split (`static`, `dynK` or `gG`) only with
+ * more than one worker.  Illegal combinations are rejected with a reason;
+ * they are never rewritten. */
 #ifndef LANEMAP_VARIANT_H
 #define LANEMAP_VARIANT_H
 
@@ -43,6 +44,19 @@ typedef enum lm_phase {
   LM_PHASE_REREAD,   /* recompute them from the source, Inductor style */
 } lm_phase;
 
+/* How a launch on more than one worker cuts its R rows (docs/runtime.md
+ * "Splits").  Chunks are whole packets of W/L rows, the last one shorter. */
+typedef enum lm_split {
+  LM_SPLIT_GRAIN = 0, /* gG: chunks of G rows, claimed from one shared counter
+                         in batches (lm_launch_batch) */
+  LM_SPLIT_STATIC,    /* static: one contiguous block per worker, no shared
+                         counter */
+  LM_SPLIT_DYNAMIC,   /* dynK: K equal chunks per worker, one claim each */
+} lm_split;
+
+/* The dynK values the enumeration offers (chunks per worker). */
+#define LM_SPLIT_DYN_MAX 1024
+
 typedef struct lm_variant {
   lm_isa isa;
   int w;         /* lanes per packet for the kernel's element type */
@@ -51,7 +65,9 @@ typedef struct lm_variant {
   lm_glob glob;
   lm_phase phase;
   int workers;   /* 1 runs inline */
-  int64_t grain; /* instances per task (workers > 1), a multiple of w/l */
+  int64_t grain; /* LM_SPLIT_GRAIN: instances per chunk, a multiple of w/l */
+  lm_split split; /* workers > 1: how the rows are cut (0 with workers = 1) */
+  int per_worker; /* LM_SPLIT_DYNAMIC: chunks per worker (K of dynK) */
 } lm_variant;
 
 #define LM_MAX_WORKERS 256
@@ -76,13 +92,35 @@ lm_status lm_isa_parse(const char *text, lm_isa *out, lm_error *err); /* also ss
 /* Can this machine run code for the ISA? */
 int lm_isa_runnable(lm_isa isa);
 
-/* Enumeration options: which ISA, which worker counts and grains. */
+/* The cut of one launch of R rows into chunks, as lm_compiled_launch runs
+ * it and the cost model prices it.  All counts are for R > 0; workers = 1
+ * is one chunk of every row, run inline. */
+typedef struct lm_cut {
+  int64_t grain;      /* rows per chunk (whole packets) */
+  int64_t chunks;     /* ceil(R / grain) */
+  int64_t batch;      /* chunks per claim (dynamic cuts), else 1 */
+  int64_t claims;     /* claims on the shared counter; 0 for static */
+  int participants;   /* min(workers, chunks): the pool wakes no more */
+  double busiest;     /* packets the busiest participant runs */
+  double packets;     /* ceil(R / (W/L)) */
+  int dynamic;        /* 1: LM_SCHED_DYNAMIC, 0: LM_SCHED_STATIC */
+} lm_cut;
+/* The cut for split s of a variant with `workers` workers, `per` rows per
+ * packet (W/L), grain (LM_SPLIT_GRAIN, in rows) and K (LM_SPLIT_DYNAMIC). */
+void lm_cut_of(lm_split s, int64_t grain, int per_worker, int workers, int per,
+               int64_t R, lm_cut *out);
+void lm_variant_cut(const lm_variant *v, int64_t R, lm_cut *out);
+
+/* Enumeration options: which ISA, which worker counts and splits. */
 typedef struct lm_enum_opts {
   lm_isa isa;
   int workers[8];   /* worker counts to enumerate; 0 ends the list */
-  int grains[8];    /* grains in packets (multiplied by w/l); 0 ends */
+  int grains[8];    /* gG splits, grains in packets (multiplied by w/l); 0 ends */
+  int dynamic[8];   /* dynK splits, K chunks per worker; 0 ends */
+  int split_static; /* 1: the static split */
 } lm_enum_opts;
-void lm_enum_defaults(lm_enum_opts *o); /* host, workers {1}, grain {16 packets} */
+/* host, workers {1}; for t > 1: static and dyn2, dyn4, dyn8, dyn16, no gG */
+void lm_enum_defaults(lm_enum_opts *o);
 
 /* All legal variants of k for the options, in a stable order.  *out is
  * malloc'ed; returns the count, or -1 with err set. */
