@@ -17,7 +17,7 @@ static const char usage[] =
     "usage: lanemap evaluate [--quick] [--cases FILE] [--out DIR] [--isa I,J]\n"
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
     "                        [--profile P] [--cache-dir D] [--accept-noisy]\n"
-    "                        [--list]\n"
+    "                        [--all-splits] [--list]\n"
     "       lanemap evaluate --deploy [--spec F] [--budgets K,...] [--shapes N]\n"
     "                        [--quick] [--out DIR] [--isa I] [--profile P] ...\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
@@ -38,6 +38,9 @@ static const char usage[] =
     "  --shard i/N  only the i-th of N blocks of cases (see lanemap merge)\n"
     "  --fresh      ignore records of an earlier run in DIR\n"
     "  --seed N     input generator seed (default 1)\n"
+    "  --all-splits screen every split of every code variant (default: the\n"
+    "               dynK splits of the 3 fastest parallel code variants;\n"
+    "               docs/evaluation.md, Split pruning)\n"
     "  --profile P  the calibrated profile to use (one ISA target only)\n"
     "  --cache-dir D  the profile cache (also LANEMAP_CACHE_DIR), shared by\n"
     "               the nodes of a cluster: one profile per machine type\n"
@@ -205,6 +208,8 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       o->quick = 1;
     } else if (cli_arg_flag(s, "--fresh")) {
       o->fresh = 1;
+    } else if (cli_arg_flag(s, "--all-splits")) {
+      o->all_splits = 1;
     } else if (cli_arg_flag(s, "--list")) {
       a->list = 1;
     } else if (cli_arg_flag(s, "--deploy")) {

@@ -286,6 +286,7 @@ static lm_status open_target(Eval *e, int i, Target *t, lm_error *err) {
   lm_eval_defaults(&t->o);
   t->o.isa = e->isa[i];
   t->o.seed = e->o->seed;
+  t->o.all_splits = e->o->all_splits;
   t->o.timing = e->timing;
   t->o.profile = prof;
   t->o.cross = e->nprof > 1 && !t->foreign ? e->prof[j] : NULL;
@@ -315,6 +316,7 @@ static lm_status open_target(Eval *e, int i, Target *t, lm_error *err) {
   pr->confirm_samples = LM_EVALUATE_CONFIRM_SAMPLES(e->timing.samples);
   pr->confirm_top = LM_EVALUATE_CONFIRM_TOP;
   pr->canary = 1; /* lm_eval_case_measure turns it on */
+  pr->all_splits = e->o->all_splits;
   if (e->timing.limits)
     pr->limits = *e->timing.limits;
   else

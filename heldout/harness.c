@@ -315,6 +315,13 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   for (int w = 0; w < 8 && o->workers[w] > 0 && n < (int)sizeof proto - 8; w++)
     n += snprintf(proto + n, sizeof proto - (size_t)n, "%s%d", w ? "," : "",
                   o->workers[w]);
+  /* the split pruning decides which variants have times: a run of the
+   * other rule is not resumed */
+  if (o->all_splits && n < (int)sizeof proto - 16)
+    snprintf(proto + n, sizeof proto - (size_t)n, " splits=all");
+  else if (n < (int)sizeof proto - 16)
+    snprintf(proto + n, sizeof proto - (size_t)n, " splits=top%d",
+             LM_EVALUATE_SPLIT_TOP);
   out->protocol = strdup(proto);
   out->v = calloc((size_t)ek->nv, sizeof *out->v);
   if (!out->id || !out->kernel || !out->kernel_hash || !out->isa || !out->v ||
@@ -449,24 +456,110 @@ static lm_status screen(const lm_eval_opts *o, const lm_timed *items, int nok,
   return st;
 }
 
-/* Screen, mark the contended, confirm; again while the verdict is noisy,
- * up to LM_EVALUATE_REMEASURE more times.  entries[v] is variant v's timed
- * entry (run NULL: not verified). */
+void lm_eval_split_first(const lm_eval_case *c, const lm_variant *vs,
+                         int all_splits, unsigned char *in) {
+  int n = c->nvariants, budget = lm_autotune_budget[LM_AUTOTUNE_BUDGETS - 1];
+  for (int i = 0; i < n; i++) {
+    /* the model's rank: the variants predicted faster, ties by index */
+    int rank = 0;
+    for (int j = 0; j < n && rank < budget; j++)
+      rank += c->v[j].predicted < c->v[i].predicted ||
+              (c->v[j].predicted == c->v[i].predicted && j < i);
+    in[i] = all_splits || vs[i].workers == 1 ||
+            vs[i].split != LM_SPLIT_DYNAMIC || c->v[i].near_tie ||
+            rank < budget;
+    for (int p = 0; p < LM_POLICY__COUNT; p++)
+      in[i] |= p != LM_POLICY_RANDOM && c->choice[p] == i;
+  }
+}
+
+int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
+                         const unsigned char *first, unsigned char *second) {
+  int top[LM_EVALUATE_SPLIT_TOP], ntop = 0, n = 0;
+  for (int k = 0; k < LM_EVALUATE_SPLIT_TOP; k++) {
+    int b = -1;
+    for (int i = 0; i < c->nvariants; i++) {
+      int seen = 0;
+      for (int j = 0; j < ntop; j++)
+        seen |= vs[i].workers == vs[top[j]].workers &&
+                lm_variant_same_code(&vs[i], &vs[top[j]]);
+      const lm_eval_variant *v = &c->v[i];
+      if (!seen && vs[i].workers > 1 && first[i] && !v->contended &&
+          v->verified == 1 && isfinite(v->measured) &&
+          (b < 0 || v->measured < c->v[b].measured))
+        b = i;
+    }
+    if (b < 0)
+      break;
+    top[ntop++] = b;
+  }
+  for (int i = 0; i < c->nvariants; i++) {
+    second[i] = 0;
+    for (int j = 0; j < ntop && !first[i]; j++)
+      second[i] |= vs[i].workers == vs[top[j]].workers &&
+                   lm_variant_same_code(&vs[i], &vs[top[j]]);
+    n += second[i];
+  }
+  return n;
+}
+
+/* The second screening round (lm_eval_split_second), timed.  *noise gets
+ * the round's verdict (cleared when there is nothing to time). */
+static lm_status split_round(const lm_eval_opts *o, const lm_eval_kernel *ek,
+                             const lm_timed *entries, const unsigned char *done,
+                             lm_eval_case *c, lm_noise *noise, lm_error *err) {
+  lm_noise_clear(noise);
+  size_t nv = (size_t)(c->nvariants > 0 ? c->nvariants : 1);
+  lm_timed *items = calloc(nv, sizeof *items);
+  int *idx = calloc(nv, sizeof *idx);
+  unsigned char *second = calloc(nv, 1);
+  if (!items || !idx || !second) {
+    free(items), free(idx), free(second);
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  }
+  lm_eval_split_second(c, ek->v, done, second);
+  int n = 0;
+  for (int i = 0; i < c->nvariants; i++)
+    if (second[i] && entries[i].run) {
+      items[n] = entries[i];
+      idx[n++] = i;
+    }
+  lm_status st = n > 0 ? screen(o, items, n, idx, 0, c, noise, err) : LM_OK;
+  free(items), free(idx), free(second);
+  return st;
+}
+
+/* Screen (in one round, or two with split pruning), mark the contended,
+ * confirm; again while the verdict is noisy, up to LM_EVALUATE_REMEASURE
+ * more times.  entries[v] is variant v's timed entry (run NULL: not
+ * verified); done[v] 1 for the first round's variants. */
 static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
                                 const lm_timed *items, int nok, const int *idx,
                                 int dispatched, const lm_timed *entries,
-                                lm_eval_case *c, lm_error *err) {
+                                const unsigned char *done, lm_eval_case *c,
+                                lm_error *err) {
   lm_status st = LM_OK;
   c->attempts = 0;
   lm_noise_clear(&c->noise);
   do {
-    lm_noise confirm;
-    for (int i = 0; i < c->nvariants; i++)
+    lm_noise confirm, second;
+    for (int i = 0; i < c->nvariants; i++) {
       c->v[i].contended = 0;
+      if (!done[i]) { /* the second round's picks may differ this time */
+        c->v[i].measured = NAN;
+        free(c->v[i].times);
+        c->v[i].times = NULL;
+        c->v[i].ntimes = 0;
+      }
+    }
     if ((st = screen(o, items, nok, idx, dispatched, c, &c->noise, err)) !=
         LM_OK)
       return st;
     mark_contended(ek, &c->noise, c);
+    if ((st = split_round(o, ek, entries, done, c, &second, err)) != LM_OK)
+      return st;
+    mark_contended(ek, &second, c);
+    lm_noise_merge(&c->noise, &second);
     if ((st = lm_eval_case_confirm(o, entries, c, &confirm, err)) != LM_OK)
       return st;
     mark_contended(ek, &confirm, c);
@@ -501,8 +594,9 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
   lm_timed *items = calloc((size_t)ek->nv + 1, sizeof *items);
   lm_timed *entries = calloc((size_t)ek->nv, sizeof *entries);
   int *idx = calloc((size_t)ek->nv, sizeof *idx);
+  unsigned char *done = calloc((size_t)ek->nv, 1);
   int nok = 0, bad = 0, dispatched = 0;
-  if (!ls || !items || !entries || !idx) {
+  if (!ls || !items || !entries || !idx || !done) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
@@ -513,16 +607,21 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
+  lm_eval_split_first(c, ek->v, o->all_splits, done);
   for (int i = 0; i < ek->nv; i++) {
     lm_verify_result vr;
     lm_error verr = {0};
     c->v[i].verified =
         lm_verify(ek->k, ek->c[i], d, orc, o->pool, &vr, &verr) == LM_OK;
+    c->v[i].measured = NAN;
     if (c->v[i].verified) {
-      ls[nok] = (Launch){ek->c[i], NULL, o->pool, args, c->R, c->C};
-      items[nok] = (lm_timed){c->v[i].variant, run_launch, &ls[nok]};
-      entries[i] = items[nok];
-      idx[nok++] = i;
+      Launch *l = &ls[i];
+      *l = (Launch){ek->c[i], NULL, o->pool, args, c->R, c->C};
+      entries[i] = (lm_timed){c->v[i].variant, run_launch, l};
+      if (done[i]) {
+        items[nok] = entries[i];
+        idx[nok++] = i;
+      }
     } else {
       bad++;
     }
@@ -534,12 +633,12 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
     bad += !ok;
     dispatched = ok && nok > 0;
     if (dispatched) {
-      ls[nok] = (Launch){NULL, plan, o->pool, args, c->R, c->C};
-      items[nok] = (lm_timed){"dispatch", run_launch, &ls[nok]};
+      ls[ek->nv] = (Launch){NULL, plan, o->pool, args, c->R, c->C};
+      items[nok] = (lm_timed){"dispatch", run_launch, &ls[ek->nv]};
     }
   }
   if (nok > 0 && (st = measure_rounds(&oo, ek, items, nok, idx, dispatched,
-                                      entries, c, err)) != LM_OK)
+                                      entries, done, c, err)) != LM_OK)
     goto done;
   if (failures)
     *failures = bad;
@@ -549,6 +648,7 @@ done:
   free(items);
   free(entries);
   free(idx);
+  free(done);
   lm_oracle_free(orc);
   lm_data_free(d);
   return st;

@@ -587,8 +587,16 @@ static void protocol(FILE *f, const lm_eval_run *run) {
   const lm_noise_limits *l = &p->limits;
   fprintf(f, "## Measurement\n\n");
   if (p->samples > 0)
+    fprintf(f, "- screened: %s\n",
+            p->all_splits
+                ? "every verified variant (`--all-splits`)"
+                : "every verified variant with one worker or a static split, "
+                  "every policy's pick, the model's 20 best and its near "
+                  "ties; then the dynK splits of the 3 fastest parallel code "
+                  "variants (split pruning, docs/evaluation.md)");
+  if (p->samples > 0)
     fprintf(f,
-            "- screening: every verified variant, interleaved, %d samples "
+            "- screening: interleaved, %d samples "
             "of %g ms after %g ms of warm-up\n"
             "- confirmation: the %d fastest and every policy's pick again, "
             "interleaved, %d samples; regrets use these times\n"
@@ -632,6 +640,61 @@ static void protocol(FILE *f, const lm_eval_run *run) {
             c->contended ? "; the plan's pick was contended" : "");
   }
   fprintf(f, "\n");
+}
+
+/* The split pruning's check, on a run that screened every split: would
+ * the rule have kept each case's best?  Simulated on this run's screening
+ * times (lm_eval_split_first and _second, the rule the measurement uses). */
+static void split_check(FILE *f, const lm_eval_run *run) {
+  int cases = 0, kept_best = 0, timed = 0, total = 0;
+  double worst = 0;
+  const char *worst_id = NULL;
+  for (int i = 0; i < run->ncases; i++) {
+    const lm_eval_case *c = &run->cases[i];
+    int n = c->nvariants, all = n > 0 && c->best >= 0, dyn = 0;
+    lm_variant *vs = calloc((size_t)(n > 0 ? n : 1), sizeof *vs);
+    unsigned char *in = calloc((size_t)(n > 0 ? n : 1), 2);
+    for (int j = 0; vs && in && all && j < n; j++) {
+      all &= lm_variant_parse(c->v[j].variant, &vs[j], NULL) == LM_OK &&
+             (c->v[j].verified != 1 || isfinite(c->v[j].measured));
+      dyn += vs[j].split == LM_SPLIT_DYNAMIC;
+    }
+    if (vs && in && all && dyn > 0) {
+      lm_eval_split_first(c, vs, 0, in);
+      lm_eval_split_second(c, vs, in, in + n);
+      double kept = INFINITY;
+      for (int j = 0; j < n; j++) {
+        int k = in[j] || in[n + j];
+        timed += k && c->v[j].verified == 1;
+        total += c->v[j].verified == 1;
+        if (k && c->v[j].verified == 1 && !c->v[j].contended)
+          kept = fmin(kept, c->v[j].measured);
+      }
+      cases++;
+      double loss = kept / c->v[c->best].measured - 1;
+      if (in[c->best] || in[n + c->best] || loss <= 0) {
+        kept_best++;
+      } else if (loss > worst) {
+        worst = loss;
+        worst_id = c->id;
+      }
+    }
+    free(vs), free(in);
+  }
+  if (cases == 0)
+    return;
+  char a[32];
+  fprintf(f,
+          "## Split pruning\n\nThis run screened every split.  The pruning "
+          "rule, simulated on its screening times, would have timed %d of "
+          "%d verified entries (%.0f%%) and kept the best of %d of %d "
+          "cases",
+          timed, total, total ? 100.0 * timed / total : 0, kept_best, cases);
+  if (worst_id)
+    fprintf(f, "; where it would not, the best it kept is at most %s slower "
+               "(%s)",
+            fmt_pct(worst, a), worst_id);
+  fprintf(f, ".\n\n");
 }
 
 lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
@@ -687,6 +750,7 @@ lm_status lm_eval_report_write(const lm_eval_run *run, const char *dir,
     goto done;
   cases_table(f, run);
   misses(f, run);
+  split_check(f, run);
 done:
   if (fclose(f) != 0 && st == LM_OK)
     st = lm_error_set(err, LM_ESYS, "report: out of memory");

@@ -663,3 +663,108 @@ Test(evaluate, every_case_is_confirmed_with_twice_the_samples) {
   free(cs);
   lm_records_free(&rs);
 }
+
+/* The split pruning's rule on a hand-made case: the first round takes every
+ * one-worker and static variant, the picks and the model's 20 best; the
+ * second the dynK splits of the 3 code variants whose parallel variants
+ * screened fastest. */
+Test(evaluate, split_pruning_keeps_one_worker_static_picks_and_the_top_splits) {
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_kernel_load(LANEMAP_SOURCE_DIR "/kernels/rmsnorm.lk", &k, &err), LM_OK,
+               "%s", err.msg);
+  lm_enum_opts eo;
+  lm_enum_defaults(&eo);
+  eo.isa = LM_ISA_AVX512;
+  eo.workers[0] = 1, eo.workers[1] = 2, eo.workers[2] = 0;
+  lm_variant *vs = NULL;
+  int n = lm_variant_enumerate(k, &eo, &vs, &err);
+  cr_assert_gt(n, 100, "%d variants", n);
+  lm_eval_case c = {0};
+  c.nvariants = n;
+  c.v = calloc((size_t)n, sizeof *c.v);
+  for (int p = 0; p < LM_POLICY__COUNT; p++)
+    c.choice[p] = -1;
+  int pick = -1, ndyn = 0;
+  for (int i = 0; i < n; i++) {
+    c.v[i].verified = 1;
+    c.v[i].predicted = 1000 + i; /* the model's 20 best: the first 20 */
+    c.v[i].measured = NAN;
+    if (vs[i].split == LM_SPLIT_DYNAMIC && i >= 20 && pick < 0)
+      pick = i;
+    ndyn += vs[i].split == LM_SPLIT_DYNAMIC;
+  }
+  c.choice[LM_POLICY_PLAN] = pick;
+  unsigned char *first = calloc((size_t)n, 1), *second = calloc((size_t)n, 1);
+  lm_eval_split_first(&c, vs, 0, first);
+  int nfirst = 0;
+  for (int i = 0; i < n; i++) {
+    int want = vs[i].workers == 1 || vs[i].split == LM_SPLIT_STATIC || i < 20 || i == pick;
+    cr_expect_eq(first[i], want, "%s: first round %d", c.v[i].variant ? c.v[i].variant : "?",
+                 first[i]);
+    nfirst += first[i];
+  }
+  cr_expect_lt(nfirst, n - ndyn / 2, "the first round prunes: %d of %d", nfirst, n);
+  /* screening times: parallel static variants get faster with the index,
+   * so the last three parallel code variants are the fastest */
+  for (int i = 0; i < n; i++)
+    if (first[i])
+      c.v[i].measured = vs[i].workers > 1 ? 1e6 - i : 2e6;
+  int n2 = lm_eval_split_second(&c, vs, first, second);
+  int top[3], nt = 0;
+  for (int i = n - 1; i >= 0 && nt < 3; i--) {
+    int seen = 0;
+    for (int j = 0; j < nt; j++)
+      seen |= lm_variant_same_code(&vs[i], &vs[top[j]]);
+    if (first[i] && vs[i].workers > 1 && !seen)
+      top[nt++] = i;
+  }
+  cr_assert_eq(nt, 3);
+  int want2 = 0;
+  for (int i = 0; i < n; i++) {
+    int in = 0;
+    for (int j = 0; j < 3; j++)
+      in |= vs[i].workers > 1 && lm_variant_same_code(&vs[i], &vs[top[j]]);
+    in &= !first[i];
+    want2 += in;
+    cr_expect_eq(second[i], in, "variant %d: second round %d", i, second[i]);
+  }
+  cr_expect_eq(n2, want2);
+  cr_expect_gt(n2, 0);
+  /* a contended fastest is passed over */
+  c.v[top[0]].contended = 1;
+  lm_eval_split_second(&c, vs, first, second);
+  for (int i = 0; i < n; i++)
+    if (lm_variant_same_code(&vs[i], &vs[top[0]]) && vs[i].workers > 1 && !first[i])
+      cr_expect_eq(second[i], 0, "variant %d of the contended code variant", i);
+  /* all_splits: everything */
+  lm_eval_split_first(&c, vs, 1, first);
+  for (int i = 0; i < n; i++)
+    cr_expect_eq(first[i], 1);
+  free(first), free(second), free(c.v), free(vs);
+  lm_kernel_free(k);
+}
+
+/* An --all-splits run times every verified variant and checks the rule in
+ * its report. */
+Test(evaluate, all_splits_times_every_variant_and_reports_the_rule_check) {
+  char out[600], path[700];
+  snprintf(out, sizeof out, "%s", run_tmp("all"));
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  o.all_splits = 1;
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  lm_records rs = {0};
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  for (int i = 0; i < rs.n; i++)
+    if (rs.r[i].verified == 1)
+      cr_expect(isfinite(rs.r[i].median), "%s untimed", rs.r[i].variant);
+  lm_records_free(&rs);
+  snprintf(path, sizeof path, "%s/host/report.md", out);
+  char *text = run_slurp(path);
+  cr_expect(strstr(text, "## Split pruning") && strstr(text, "(`--all-splits`)"), "%s", text);
+  free(text);
+}

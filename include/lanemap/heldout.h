@@ -195,6 +195,7 @@ typedef struct lm_eval_protocol {
   int confirm_top;        /* LM_EVALUATE_CONFIRM_TOP */
   int canary;             /* the canary ran in every round */
   lm_noise_limits limits; /* of the verdicts */
+  int all_splits;         /* no split pruning (LM_EVALUATE_SPLIT_TOP) */
 } lm_eval_protocol;
 
 typedef struct lm_eval_run {
@@ -347,7 +348,35 @@ typedef struct lm_eval_opts {
   /* Inductor-like heuristic: parallelise over rows when there are at least
    * two rows and R*C reaches this many elements. */
   int64_t inductor_parallel_elems;
+  /* 1: screen every split of every code variant.  0 (the default): the
+   * oracle's split pruning (LM_EVALUATE_SPLIT_TOP). */
+  int all_splits;
 } lm_eval_opts;
+
+/* The oracle's split pruning.  Every split of every code variant would
+ * triple a case's entries (five splits per worker count above one), so a
+ * case is screened in two rounds.  The first times every variant with one
+ * worker, every variant whose split is not dynK (static, and any gG), every
+ * policy's pick, the model's largest autotuning budget (20) of best
+ * predictions and its near
+ * ties.  The second times the dynK splits of the LM_EVALUATE_SPLIT_TOP code
+ * variants whose parallel variants screened fastest in the first.  The
+ * rest are verified but never timed (measured NAN).  docs/evaluation.md
+ * ("Split pruning") has the rule's check: run with all_splits
+ * (`--all-splits`) and the report counts the cases whose best the rule
+ * would have pruned. */
+#define LM_EVALUATE_SPLIT_TOP 3
+/* The rule, for the measurement and for its check.  The first round:
+ * in[i] 1 for the variants of c it times (vs: c's variants; every one with
+ * all_splits). */
+void lm_eval_split_first(const lm_eval_case *c, const lm_variant *vs,
+                         int all_splits, unsigned char *in);
+/* The second round, from the first round's screening times
+ * (c->v[i].measured where first[i]): second[i] 1 for the dynK splits (not
+ * in first) of the LM_EVALUATE_SPLIT_TOP fastest uncontended parallel code
+ * variants.  Returns how many. */
+int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
+                         const unsigned char *first, unsigned char *second);
 
 /* The timing protocol of an evaluation.  The reference protocol
  * (lm_timing_defaults: 100 ms warm-up, 7 samples of 30 ms) is for a few
@@ -535,6 +564,7 @@ typedef struct lm_evaluate_options {
                           else calibrate and cache */
   int quick;           /* quick calibration and the quick protocol */
   int fresh;           /* ignore the records of an earlier run */
+  int all_splits;      /* no split pruning (lm_eval_opts.all_splits) */
   /* Take a cached profile that calibration flagged noisy (passed to
    * lm_profile_lookup); the CLI also keeps its exit status 0 for a noisy
    * run with it.  `--accept-noisy`, env LANEMAP_ACCEPT_NOISY=1. */
