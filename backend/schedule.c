@@ -201,6 +201,8 @@ void lm_sched_at(const lm_sched_rule *s, int64_t R, int64_t N, const double *row
   st->tasks = s->workers > 1 ? (double)cut.chunks : 1;
   st->claims = s->workers > 1 ? (double)cut.claims : 1;
   st->par = cut.busiest > 0 ? cut.packets / cut.busiest : 1;
+  st->participants = s->workers > 1 ? cut.participants : 1;
+  st->dynamic = cut.dynamic;
   /* a launch on workers > 1 goes through the pool's launch path (checks,
    * the shared pool, chunking) before its first entry call, even when its
    * one task then runs inline: one more call level */

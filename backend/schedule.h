@@ -133,6 +133,8 @@ typedef struct lm_sched_steps {
   double claims;                 /* claims on the pool's shared counter (0 for static) */
   double calls;                  /* entry calls and launch-path levels */
   double par;                    /* packets over the busiest participant's packets */
+  double participants;           /* participants of the cut (1 inline) */
+  int dynamic;                   /* the cut's chunks are claimed */
 } lm_sched_steps;
 void lm_sched_at(const lm_sched_rule *r, int64_t R, int64_t N, const double *rowlen,
                  lm_sched_steps *out);

@@ -426,7 +426,7 @@ static double composition(Run *runs, int n, const double *theta, cJSON *out) {
     if (!runs[i].b->mixed)
       continue;
     for (int z = 0; z < 2; z++) {
-      lm_coefs c = {{0}, 1.0, {0, 0, 0}};
+      lm_coefs c = {{0}, 1.0, {0, 0, 0}, 0};
       memcpy(c.theta, theta, sizeof c.theta);
       lm_prediction p;
       lm_cost_eval(&c, &runs[i].f[z], &runs[i].v, &p);
@@ -455,30 +455,40 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const lm_fit_result *fr, const double *lo,
                             const double *hi, const int *measured,
                             const lm_fingerprint *fp, const Verdict *v,
-                            double model_err, lm_profile **out,
+                            double model_err, double J, lm_profile **out,
                             lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
   if (!p)
     return LM_ESYS;
   lm_profile_set_fingerprint(p, fp, err);
+  cJSON *extra = cJSON_CreateObject();
+  double g = composition(runs, n, fr->theta, extra);
+  /* the measured late join, beside the linear fit's fork cost (a refit
+   * of the fork cost under the join was tried and dropped: on quick
+   * calibrations it swung from 0 to 460 ns between runs, since tiny
+   * static and dynamic launches differ by more than the model's two
+   * parameters say; docs/calibration.md) */
+  cJSON_AddNumberToObject(extra, "join_ns", J);
   for (int t = 0; t < LM_T__COUNT; t++) {
     double c, l, h;
     const char *unit;
     lm_term_default(t, &c, &l, &h, &unit);
     lm_profile_term pt = {lm_term_name(t), unit, fr->theta[t], fr->p5[t], fr->p50[t],
                           fr->p95[t], lo[t], hi[t], fr->flag[t] != LM_FIT_PLAUSIBLE};
-    if (lm_profile_add_term(p, &pt, err) != LM_OK)
+    if (lm_profile_add_term(p, &pt, err) != LM_OK) {
+      cJSON_Delete(extra);
       goto error;
+    }
   }
-  cJSON *extra = cJSON_CreateObject();
   cJSON *um = cJSON_AddArrayToObject(extra, "unmeasured");
   for (int t = 0; t < LM_T__COUNT; t++)
     if (!measured[t])
       cJSON_AddItemToArray(um, cJSON_CreateString(lm_term_name(t)));
-  double g = composition(runs, n, fr->theta, extra);
   lm_profile_term ov = {"overlap", "1", g, g, g, g, 0, 1, false};
-  if (lm_profile_add_term(p, &ov, err) != LM_OK) {
+  lm_profile_term jn = {"join", "ns", J, J, J, J, 0, LM_JOIN_MAX_NS, false};
+  if (lm_profile_add_term(p, &ov, err) != LM_OK ||
+      lm_profile_add_term(p, &jn, err) != LM_OK) {
     cJSON_Delete(extra);
     goto error;
   }
@@ -486,9 +496,10 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   double *resid = calloc((size_t)n * 2, sizeof *resid);
   for (int i = 0; i < n; i++)
     for (int z = 0; z < 2; z++) {
-      double feats[LM_T__COUNT + 1];
+      double feats[LM_T__COUNT + 2];
       design_row(&runs[i].f[z], feats);
-      feats[LM_T__COUNT] = 0; /* the overlap term counts nothing */
+      feats[LM_T__COUNT] = 0;     /* the overlap term counts nothing */
+      feats[LM_T__COUNT + 1] = 0; /* nor does the join */
       /* both sizes carry the benchmark's name; reps and features tell them apart */
       lm_profile_sample smp = {runs[i].b->name,          runs[i].b->family, feats,
                                runs[i].ns[z], runs[i].minv[z],   runs[i].spread[z],
@@ -531,14 +542,15 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   lm_profile_set_extra(p, ej, err);
   free(ej);
   cJSON_Delete(extra);
-  /* bootstrap vectors, with the overlap appended to each */
+  /* bootstrap vectors, with the overlap and each one's join appended */
   if (fr->nboot > 0) {
-    int nt = LM_T__COUNT + 1;
+    int nt = LM_T__COUNT + 2;
     double *bs = calloc((size_t)fr->nboot * (size_t)nt, sizeof *bs);
-    for (int r = 0; r < fr->nboot; r++) {
+    for (int r = 0; bs && r < fr->nboot; r++) {
       memcpy(bs + (size_t)r * nt, fr->boot + (size_t)r * LM_T__COUNT,
              sizeof(double) * LM_T__COUNT);
       bs[(size_t)r * nt + LM_T__COUNT] = g;
+      bs[(size_t)r * nt + LM_T__COUNT + 1] = J;
     }
     lm_profile_set_bootstrap(p, bs, fr->nboot, err);
     free(bs);
@@ -603,6 +615,18 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
         !lm_noise_families_noisy(&verdict.noise, verdict.fam, verdict.nfam))
       break;
   }
+  /* the workers' late join, on the pool the fork-join benchmarks ran on
+   * (0 without a pool thread: every launch then runs inline) */
+  double join = 0;
+  if (s == LM_OK && lm_pool_threads(lm_pool_shared()) > 0) {
+    lm_timing_opts jt;
+    lm_timing_defaults(&jt);
+    jt.samples = samples;
+    jt.sample_ms = sample_ms;
+    jt.warmup_ms = o->quick ? 20 : 100;
+    s = lm_pool_join_ns(lm_pool_shared(), &jt, &join, err);
+    join = fmin(join, LM_JOIN_MAX_NS);
+  }
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
     s = fit(runs, n, o, &fr, lo, hi, measured, &merr, err);
@@ -617,8 +641,8 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   }
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
-    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr, out,
-                   err);
+    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr, join,
+                   out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);
   free(verdict.fam);

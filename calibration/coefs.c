@@ -35,6 +35,10 @@ static lm_status coefs_from(const lm_profile *p, const double *vec,
       out->overlap = x > 1 ? 1 : x;
       continue;
     }
+    if (strcmp(t->name, "join") == 0) {
+      out->join = x;
+      continue;
+    }
     int k = lm_term_lookup(t->name);
     if (k >= 0)
       out->theta[k] = x;

@@ -86,6 +86,10 @@ lm_status lm_profile_default(lm_isa isa, lm_profile **out, lm_error *err) {
   }
   lm_profile_term ov = {"overlap", "1", 1, 1, 1, 1, 0, 1, false};
   lm_profile_add_term(p, &ov, err);
+  lm_profile_term jn = {"join", "ns", LM_JOIN_DEFAULT_NS, LM_JOIN_DEFAULT_NS,
+                        LM_JOIN_DEFAULT_NS, LM_JOIN_DEFAULT_NS, 0,
+                        LM_JOIN_MAX_NS, false};
+  lm_profile_add_term(p, &jn, err);
   *out = p;
   return LM_OK;
 }

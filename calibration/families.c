@@ -231,15 +231,19 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   /* the same rows in 4x fewer tasks: the task cost apart from the rows' */
   snprintf(m, sizeof m, "w%d/l%d/t2/g4", W, W);
   add(&l, "fork_tasks_t2_g4", "forkjoin", src_copy, m, 256, 16);
-  /* each split at small and at large work per chunk: the launch and claim
-   * costs of static blocks and of K chunks per worker, and the speed-up
-   * of the busiest worker's share when each worker's rows fill half of L2 */
+  /* each split at small, middle and large work per chunk: the launch and
+   * claim costs of static blocks and of K chunks per worker; the workers'
+   * late join, which decides launches of a few microseconds (the middle
+   * size, 256 rows of 64 columns); and the speed-up of the busiest
+   * worker's share when each worker's rows fill half of L2 */
   static const char *const splits[] = {"static", "dyn4", "dyn16"};
   int64_t bigR = rows_for(c->l2, 256, 2, W);
   for (int i = 0; i < 3; i++) {
     snprintf(m, sizeof m, "w%d/l%d/t2/%s", W, W, splits[i]);
     snprintf(name, sizeof name, "fork_%s_small_t2", splits[i]);
     add(&l, name, "forkjoin", src_copy, m, i == 0 ? 2 : 256, 16);
+    snprintf(name, sizeof name, "fork_%s_mid_t2", splits[i]);
+    add(&l, name, "forkjoin", src_copy, m, 256, 64);
     snprintf(name, sizeof name, "fork_%s_large_t2", splits[i]);
     add(&l, name, "forkjoin", src_copy, m, bigR, 256);
   }

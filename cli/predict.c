@@ -68,8 +68,11 @@ static void explain(const lm_prediction *p) {
         order[i] = order[j];
         order[j] = t;
       }
-  printf("    %s-bound: compute %.0f ns, memory %.0f ns, fork %.0f ns\n",
+  printf("    %s-bound: compute %.0f ns, memory %.0f ns, fork %.0f ns",
          p->memory_bound ? "memory" : "compute", p->compute_ns, p->memory_ns, p->fork_ns);
+  if (p->join_ns > 0)
+    printf(", late join %.0f ns", p->join_ns);
+  printf("\n");
   for (int i = 0; i < LM_T__COUNT; i++) {
     int t = order[i];
     if (p->term_ns[t] <= 0 || p->term_ns[t] < 0.01 * p->ns)

@@ -46,7 +46,7 @@ int lm_term_lookup(const char *name) {
  * terms combine changes without the term list changing. */
 /* 4: task counts pool claims; 5: splits (static, dynK), the busiest
  * worker's share from lm_variant_cut, parallel calibration rows per worker */
-#define LM_MODEL_FORM "form-5"
+#define LM_MODEL_FORM "form-6" /* 6: the workers' late join */
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
@@ -555,6 +555,8 @@ void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
   out->steps_tail = (Pf * st.tail + (P - Pf) * S) * pl->nloops;
   out->packets = P;
   out->par = pl->rule.workers > 1 ? st.par : 1;
+  out->participants = st.participants;
+  out->dynamic = st.dynamic;
   out->density = st.density;
   n[LM_T_GALIAS] += lm_cost_counts_alias(pl, s, caches, &st);
   /* launch structure */

@@ -13,8 +13,24 @@
 /* The model form, shared by lm_cost_eval and the compiled predictor so
  * that both give the same bits: compute C and memory M per worker, the
  * fork-join round on top, the hidden side weighted by the overlap. */
-static double combine(const lm_coefs *c, const double *n, double par, double *Cout,
-                      double *Mout, double *fork) {
+/* The launch's time after the fork-join round: t_par, its busiest
+ * participant's share, and t_ser, all of it on the caller, combine as the
+ * workers' late join says (lm_coefs.join).  A pooled launch only (parts >
+ * 1 and a fork-join round); otherwise, and with join 0, t_par. */
+static double joined(const lm_coefs *c, double tpar, double tser, double parts,
+                     int dynamic, int pooled) {
+  double J = c->join;
+  if (!pooled || parts <= 1 || !(J > 0))
+    return tpar;
+  if (!dynamic) /* the caller takes over a block no worker has claimed */
+    return fmax(tpar, fmin(J + tpar, tser));
+  /* the caller claims alone until J, then the parts share the rest */
+  return fmax(tpar, fmin(tser, J + (tser - J) / parts));
+}
+
+static double combine(const lm_coefs *c, const lm_features *f, double par,
+                      double *Cout, double *Mout, double *fork, double *join) {
+  const double *n = f->n;
   double C = 0, Mc = 0, Md = 0, F = 0;
   for (int t = 0; t < LM_T__COUNT; t++) {
     double x = c->theta[t] * n[t];
@@ -27,10 +43,13 @@ static double combine(const lm_coefs *c, const double *n, double par, double *Co
     else
       C += x;
   }
-  C /= par;
-  double M = Mc / par + Md;
-  *Cout = C, *Mout = M, *fork = F;
-  return F + fmax(C, M) + c->overlap * fmin(C, M);
+  double Cp = C / par, M = Mc / par + Md;
+  double tpar = fmax(Cp, M) + c->overlap * fmin(Cp, M);
+  double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
+  double t = joined(c, tpar, tser, f->participants, f->dynamic > 0,
+                    n[LM_T_FORK] > 0);
+  *Cout = Cp, *Mout = M, *fork = F, *join = t - tpar;
+  return F + t;
 }
 
 void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
@@ -39,7 +58,7 @@ void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
   out->f = *f;
   (void)v; /* the cut is in the features (f->par) */
   double C, M, par = f->par > 0 ? f->par : 1;
-  out->ns = combine(c, f->n, par, &C, &M, &out->fork_ns);
+  out->ns = combine(c, f, par, &C, &M, &out->fork_ns, &out->join_ns);
   out->compute_ns = C;
   out->memory_ns = M;
   out->memory_bound = M > C;
@@ -200,10 +219,14 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     double lv[3], total, fp;
     lm_cost_counts_bytes(pl, s, &c->caches, &st, lv, &total, &fp);
     double par = f->workers > 1 ? st.par : 1;
-    C /= par;
-    double M = (c->theta[LM_T_B_L2] * lv[0] + c->theta[LM_T_B_L3] * lv[1]) / par +
-               c->theta[LM_T_B_DRAM] * lv[2];
-    out_ns[i] = (pooled ? f->fork : 0) + fmax(C, M) + c->overlap * fmin(C, M);
+    double Mc = c->theta[LM_T_B_L2] * lv[0] + c->theta[LM_T_B_L3] * lv[1];
+    double Md = c->theta[LM_T_B_DRAM] * lv[2];
+    double Cp = C / par, M = Mc / par + Md;
+    double tpar = fmax(Cp, M) + c->overlap * fmin(Cp, M);
+    double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
+    out_ns[i] = (pooled ? f->fork : 0) +
+                joined(c, tpar, tser, f->workers > 1 ? st.participants : 1, st.dynamic,
+                       pooled && f->workers > 1);
   }
 }
 

@@ -276,7 +276,7 @@ Test(predict, the_breakdown_adds_up_and_the_interval_holds_the_prediction) {
   cr_assert_eq(lm_shape_bind(k, 64, 300, NULL, &s, &err), LM_OK);
   lm_prediction pr;
   cr_assert_eq(lm_cost_predict(p, k, &v, &s, &pr, &err), LM_OK, "%s", err.msg);
-  double sum = pr.fork_ns;
+  double sum = pr.fork_ns + pr.join_ns;
   for (int t = 0; t < LM_T__COUNT; t++)
     if (t != LM_T_FORK)
       sum += pr.term_ns[t];
@@ -424,7 +424,7 @@ Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
   /* one coefficient of 1 ns per packet: the prediction is the busiest
    * worker's packet count */
   lm_kernel *k = load("kernels/swiglu.lk");
-  lm_coefs c = {{0}, 1.0, {48 << 10, 2 << 20, 32 << 20}};
+  lm_coefs c = {{0}, 1.0, {48 << 10, 2 << 20, 32 << 20}, 0};
   c.theta[LM_T_PACKET] = 1;
   struct {
     const char *v;
@@ -452,6 +452,45 @@ Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
     lm_cost_eval(&c, &f, &v, &p);
     cr_expect(fabs(p.ns - cases[i].want) < 1e-9, "%s: %g ns, want %g", cases[i].v, p.ns,
               cases[i].want);
+  }
+  lm_kernel_free(k);
+}
+
+/* The workers' late join, by hand: 1 ns per packet, a join of 5 ns.  A
+ * static launch ends at min(join + busiest share, all of it); a dynamic
+ * one at max(busiest share, join + the rest shared); one worker never
+ * waits. */
+Test(predict, the_late_join_delays_a_pooled_launch_as_its_split_says) {
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_coefs c = {{0}, 1.0, {48 << 10, 2 << 20, 32 << 20}, 5};
+  c.theta[LM_T_PACKET] = 1;
+  struct {
+    const char *v;
+    int64_t R;
+    double want, join; /* join: what the late join adds to the busiest share */
+  } cases[] = {
+      {"x86-64-v4/w16/l16/t1", 17, 17, 0},          /* inline */
+      {"x86-64-v4/w16/l16/t2/static", 17, 14, 5},   /* min(5 + 9, 17) */
+      {"x86-64-v4/w16/l16/t2/static", 8, 8, 4},     /* min(5 + 4, 8): the caller takes over */
+      {"x86-64-v4/w16/l16/t2/dyn16", 17, 11, 2},    /* 5 + (17 - 5) / 2, share 9 */
+      {"x86-64-v4/w16/l16/t2/dyn16", 4, 4, 2},      /* the caller runs all before 5 */
+      {"x86-64-v4/w16/l16/t2/dyn2", 17, 11, 1},     /* max(10, 11) */
+      {"x86-64-v4/w16/l16/t2/static", 1, 1, 0},     /* one chunk: inline, no join */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    lm_variant v;
+    lm_shape s;
+    lm_features f;
+    lm_prediction p;
+    lm_error err = {0};
+    cr_assert_eq(lm_variant_parse(cases[i].v, &v, &err), LM_OK, "%s", err.msg);
+    cr_assert_eq(lm_shape_bind(k, cases[i].R, 64, NULL, &s, &err), LM_OK);
+    cr_assert_eq(lm_cost_features(k, &v, &s, &c.caches, NULL, &f, &err), LM_OK, "%s", err.msg);
+    lm_cost_eval(&c, &f, &v, &p);
+    cr_expect(fabs(p.ns - cases[i].want) < 1e-9, "%s R=%lld: %g ns, want %g", cases[i].v,
+              (long long)cases[i].R, p.ns, cases[i].want);
+    cr_expect(fabs(p.join_ns - cases[i].join) < 1e-9, "%s R=%lld: join %g ns, want %g",
+              cases[i].v, (long long)cases[i].R, p.join_ns, cases[i].join);
   }
   lm_kernel_free(k);
 }

@@ -4,6 +4,7 @@
  * and go cleanly.  Nothing here asserts a time. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 
 #include "backend/pool.h"
 #include "lanemap/runtime.h"
+#include "lanemap/timing.h"
 
 /* ---- a counting entry --------------------------------------------------- */
 
@@ -588,4 +590,27 @@ Test(pool, the_worker_ladder_doubles_up_to_the_cores_available) {
   int one[1];
   cr_expect_eq(lm_worker_ladder(one, 1), 1, "max bounds the ladder");
   cr_expect_eq(one[0], 1);
+}
+
+/* The late join is measured on a pool with a thread, refused without. */
+Test(runtime, the_late_join_is_measured_on_a_pool_with_a_thread) {
+  lm_timing_opts o;
+  lm_timing_defaults(&o);
+  o.samples = 3, o.sample_ms = 1, o.warmup_ms = 2;
+  double j = 0;
+  lm_error err = {0};
+  cr_expect_eq(lm_pool_join_ns(NULL, &o, &j, &err), LM_EINPUT);
+  cr_expect(isnan(j));
+  lm_pool *p0 = lm_pool_new(0, &err);
+  cr_assert_not_null(p0, "%s", err.msg);
+  cr_expect_eq(lm_pool_join_ns(p0, &o, &j, &err), LM_EINPUT);
+  cr_expect(strstr(err.msg, "at least one thread"), "%s", err.msg);
+  lm_pool_free(p0);
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  cr_assert_eq(lm_pool_join_ns(p, &o, &j, &err), LM_OK, "%s", err.msg);
+  /* a round trip is positive and, on a machine this test can run on, far
+   * below the 2 ms a chunk waits at most (the time is not asserted) */
+  cr_expect(isfinite(j) && j >= 0, "join %g ns", j);
+  lm_pool_free(p);
 }

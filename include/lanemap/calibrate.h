@@ -46,6 +46,15 @@ void lm_calib_benches_free(lm_take lm_calib_bench *b, int n);
 /* The least relative spread a calibration row is weighted with (and the
  * least model error): a timing is never trusted to better than 1%. */
 #define LM_CALIB_SPREAD_FLOOR 0.01
+/* The workers' late join (lm_coefs.join, profile term "join"): the named
+ * default is the warm pool's fork-join round trip measured by
+ * bench_forkjoin on the project's VM (rendezvous, back to back: p50
+ * 0.91-1.32 us, docs/runtime.md "Measured fork-join overhead").
+ * Calibration measures it (lm_pool_join_ns, capped at LM_JOIN_MAX_NS: a
+ * parked worker's wake-up, 66-100 us, is beyond what a warm launch waits);
+ * the fork cost stays the linear fit's. */
+#define LM_JOIN_DEFAULT_NS 1000.0
+#define LM_JOIN_MAX_NS 20000.0
 lm_status lm_calibrate(const lm_calib_opts *o, lm_give lm_profile **out,
                        lm_error *err);
 

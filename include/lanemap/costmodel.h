@@ -94,6 +94,8 @@ typedef struct lm_features {
   double packets, steps_main, steps_tail, density;
   double bytes_total, footprint;
   double par; /* packets over the busiest worker's packets (1 with one worker) */
+  double participants; /* workers that get a chunk (lm_cut; 1 inline) */
+  double dynamic;      /* 1: the chunks are claimed (dynK, gG); 0: static */
 } lm_features;
 
 /* Count every term for one launch of k x v over shape s. */
@@ -109,6 +111,7 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
  *       split (lm_variant_cut): the slowest share, not the mean
  *   M = (θ_l1 n_l1 + θ_l2 n_l2 + θ_l3 n_l3) / par + θ_dram n_dram
  *   t = θ_fork n_fork + max(C, M) + γ · min(C, M)
+ * and, on a pooled launch, the workers' late join (lm_coefs.join).
  *
  * γ ("overlap", dimensionless, in [0, 1]) says how much compute and memory
  * time add up instead of overlapping; it is fitted on mixed benchmarks and
@@ -121,6 +124,11 @@ typedef struct lm_coefs {
   double theta[LM_T__COUNT];
   double overlap;
   lm_caches caches;
+  /* ns from a pooled launch to a worker's first chunk ("join"; profile
+   * term of that name, 0 when absent).  Until then the caller works
+   * alone: a static launch ends at min(join + busiest share, all the
+   * work), a dynamic one at max(busiest share, join + the rest shared). */
+  double join;
 } lm_coefs;
 
 typedef struct lm_prediction {
@@ -128,6 +136,7 @@ typedef struct lm_prediction {
   double p5, p95;             /* bootstrap interval (= ns without resamples) */
   double term_ns[LM_T__COUNT]; /* each term's share of ns */
   double compute_ns, memory_ns, fork_ns;
+  double join_ns;             /* what the workers' late join adds (coefs.join) */
   int memory_bound;           /* M > C */
   lm_features f;
 } lm_prediction;

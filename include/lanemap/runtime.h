@@ -141,6 +141,15 @@ lm_status lm_pool_launch_sched(lm_keep lm_pool *p, lm_entry_fn fn,
                                int workers, const lm_launch_sched *sched,
                                lm_error *err);
 
+/* The workers' late join on p (at least one thread), measured with the
+ * timing options o: the median time of a two-chunk launch whose chunks wait
+ * for each other, minus that of one whose chunks return at once, in ns
+ * (the cost model's join, lm_coefs.join; backend/join.c).  LM_EINPUT for a
+ * pool without threads; timing errors as lm_time_compare's. */
+struct lm_timing_opts;
+lm_status lm_pool_join_ns(lm_keep lm_pool *p, const struct lm_timing_opts *o,
+                          double *out, lm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

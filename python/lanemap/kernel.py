@@ -321,8 +321,8 @@ class Kernel:
         None for this machine's cached profile of the ISA.  A prediction is
         a dict: variant, predicted_ns, p5_ns, p95_ns; with ``explain`` also
         ``terms`` ({term: {"count", "ns"}} for every term with a count, as
-        ``predict --json`` prints them), compute_ns, memory_ns, fork_ns and
-        memory_bound."""
+        ``predict --json`` prints them), compute_ns, memory_ns, fork_ns,
+        join_ns (what the workers' late join adds) and memory_bound."""
         from .profile import Profile
         sh = self.shape(shape)
         names = [variant] if variant else self.variants(isa)
@@ -413,6 +413,7 @@ def _prediction(name, pred, explain):
         d["compute_ns"] = pred.compute_ns
         d["memory_ns"] = pred.memory_ns
         d["fork_ns"] = pred.fork_ns
+        d["join_ns"] = pred.join_ns
         d["memory_bound"] = bool(pred.memory_bound)
     return d
 

@@ -1,0 +1,75 @@
+/* The workers' late join, measured: how much longer a launch takes when a
+ * pool worker must really run part of it than when the caller can run it
+ * all.  Two launches of two one-instance chunks on the pool are timed
+ * side by side (lm_time_compare): in the first each chunk waits until the
+ * other has started (a rendezvous: the worker must join, start and finish
+ * before the launch returns); in the second the chunks return at once, so
+ * the caller usually runs both before the worker arrives.  The difference
+ * of their medians is the fork-join round trip beyond the launch itself:
+ * the cost model's join (lm_coefs.join), what a parallel launch of a few
+ * microseconds waits for its worker. */
+#include <math.h>
+#include <stdatomic.h>
+
+#include "lanemap/runtime.h"
+#include "lanemap/timing.h"
+
+/* Never wait longer than this for the other chunk (a worker that cannot
+ * be scheduled): the launch then ends, and the measurement shows it. */
+#define JOIN_WAIT_NS 2e6
+
+typedef struct Meet {
+  _Atomic long arrived;
+} Meet;
+
+/* Launch k moves the counter from 2k-2 to 2k; each chunk waits until its
+ * launch's pair is complete (its ticket rounded up to even). */
+static void meet_entry(const void *args, int64_t first, int64_t count) {
+  (void)first, (void)count;
+  Meet *m = (Meet *)args;
+  long ticket = atomic_fetch_add(&m->arrived, 1) + 1;
+  long pair_done = (ticket + 1) / 2 * 2;
+  double t0 = lm_now_ns();
+  while (atomic_load(&m->arrived) < pair_done)
+    if (lm_now_ns() - t0 > JOIN_WAIT_NS) {
+      /* keep the counter's pairs aligned for the next launch */
+      atomic_fetch_add(&m->arrived, 1);
+      break;
+    }
+}
+
+static void empty_entry(const void *args, int64_t first, int64_t count) {
+  (void)args, (void)first, (void)count;
+}
+
+typedef struct Launch {
+  lm_pool *pool;
+  lm_entry_fn fn;
+  const void *args;
+} Launch;
+
+static void run(void *ctx, int64_t reps) {
+  Launch *l = ctx;
+  for (int64_t i = 0; i < reps; i++)
+    lm_pool_launch(l->pool, l->fn, l->args, 2, 1, 2, NULL);
+}
+
+lm_status lm_pool_join_ns(lm_pool *p, const lm_timing_opts *o, double *out,
+                          lm_error *err) {
+  *out = NAN;
+  if (!p || lm_pool_threads(p) < 1)
+    return lm_error_set(err, LM_EINPUT,
+                        "join: needs a pool with at least one thread");
+  Meet m;
+  atomic_init(&m.arrived, 0);
+  Launch meet = {p, meet_entry, &m}, none = {p, empty_entry, NULL};
+  lm_timed items[2] = {{"rendezvous", run, &meet}, {"no wait", run, &none}};
+  lm_timing_opts t = *o;
+  t.pool = p;
+  lm_timing_result r = {0};
+  lm_status s = lm_time_compare(&t, 2, items, &r, err);
+  if (s == LM_OK)
+    *out = fmax(0, r.stats[0].p50 - r.stats[1].p50);
+  lm_timing_result_free(&r);
+  return s;
+}
