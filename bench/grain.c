@@ -9,6 +9,9 @@
  *
  *   - loss: the choice's time over the measured best, flagged when it is
  *     more than 10% and more than 50 ns;
+ *   - threads loss: the choice's time over the best of its own code at
+ *     any worker count and split (round 2 times them all), the part of
+ *     the loss that the workers and the split decide;
  *   - gain: best t1 over best t2 where t1 takes >= 200 us;
  *   - side: whether the choice has the best's worker count, on the points
  *     where the best t1 and the best t2 differ by more than 10%;
@@ -19,7 +22,8 @@
  * point is measured in two interleaved rounds.  Round 1 times every t1
  * variant and every code variant at t2/static.  Round 2 times, with more
  * samples, the best t1 of round 1, every split of the three code variants
- * whose t2/static was fastest, and the model's choice; the figures come
+ * whose t2/static was fastest, and the model's choice with its code at
+ * every worker count and split; the figures come
  * from round 2 (p50).  A split is thus tried on the code that runs best in
  * parallel, the pruning rule stated in docs/runtime.md.  Every entry is
  * verified against the FP64 oracle before it is timed.
@@ -44,7 +48,9 @@ static const struct {
 } kernels[] = {
     {"stream", "kernel stream(a: f32[R, C], b: f32[R, C], z: f32[R, C]) -> (y: f32[R, C]) {\n"
                "  y[r, :] = fma(a[r, :], b[r, :], z[r, :])\n}\n"},
-    {"rowsum", "kernel rowsum(x: f32[R, C]) -> (s: f32[R]) {\n  s[r] = sum(x[r, :])\n}\n"},
+    /* positive inputs: a sum of 4096 values in [-1, 1] cancels below the
+     * oracle's tolerance in a one-accumulator variant */
+    {"rowsum", "kernel rowsum(x: f32[R, C] in(0, 1)) -> (s: f32[R]) {\n  s[r] = sum(x[r, :])\n}\n"},
     {"norm", "kernel norm(x: f32[R, C], g: f32[C]) -> (y: f32[R, C]) {\n"
              "  xs = x[r, :]\n  mu = sum(xs) / C\n  d = xs - mu\n"
              "  y[r, :] = d / sqrt(sum(d * d) / C + 1e-5) * g[:]\n}\n"},
@@ -148,6 +154,7 @@ typedef struct Point {
   double best;           /* measured best of round 2 */
   int best_workers;
   double choice;         /* the model's choice */
+  double same_code;      /* the best of the choice's code, any workers and split */
   int choice_workers;
   char choice_name[96], best_name[96];
   int failed;            /* entries that failed verification */
@@ -218,6 +225,11 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
       tried[j] = 1;                                                                             \
       ok[j] = lm_verify(K->k, K->c[j], d, o, NULL, &vr, &err) == LM_OK;                         \
       pt->failed += !ok[j];                                                                     \
+      if (!ok[j]) {                                                                             \
+        char vn_[96];                                                                           \
+        fprintf(stderr, "%s %lldx%lld %s: %s\n", K->k->name, (long long)R, (long long)C,       \
+                lm_variant_format(&K->v[j], vn_, sizeof vn_), err.msg);                        \
+      }                                                                                         \
     }                                                                                           \
   } while (0)
   /* round 1: every t1, every code variant at t2/static, the choice */
@@ -249,7 +261,9 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
   if (t1 >= 0)
     idx[n++] = t1;
   for (int j = 0; j < nv && !rc; j++) {
-    int in = j == choice && j != t1;
+    /* the choice, and its code at every worker count and split: what the
+     * choice would take with other threads decides the threads loss */
+    int in = j != t1 && lm_variant_same_code(&K->v[j], &K->v[choice]);
     for (int s = 0; s < 3; s++)
       in |= top[s] >= 0 && K->v[j].workers > 1 && lm_variant_same_code(&K->v[j], &K->v[top[s]]);
     if (in) {
@@ -283,6 +297,11 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
   }
   pt->choice = t[choice];
   pt->choice_workers = K->v[choice].workers;
+  pt->same_code = NAN;
+  for (int i = 0; i < n && !rc; i++)
+    if (lm_variant_same_code(&K->v[idx[i]], &K->v[choice]) &&
+        !(t[idx[i]] >= pt->same_code))
+      pt->same_code = t[idx[i]];
   lm_variant_format(&K->v[choice], pt->choice_name, sizeof pt->choice_name);
   free(pred), free(t), free(idx), free(ok), free(tried), free(args);
   lm_oracle_free(o);
@@ -380,9 +399,9 @@ int main(int argc, char **argv) {
          lm_profile_source_name(found.source), found.path, load0);
   printf("\nTimes in us, p50 of interleaved samples; t2 columns: the best code variant "
          "of each split; `loss`: the model's choice over the measured best.\n");
-  int rc = 0, npoints = 0, nloss = 0, nside = 0, nright = 0, failed = 0;
-  double worst = 0;
-  char worst_at[320] = "";
+  int rc = 0, npoints = 0, nloss = 0, ntloss = 0, nside = 0, nright = 0, failed = 0;
+  double worst = 0, tworst = 0;
+  char worst_at[320] = "", tworst_at[320] = "";
   for (size_t ki = 0; ki < NKERNELS && !rc; ki++) {
     if (only && strcmp(only, kernels[ki].name))
       continue;
@@ -397,7 +416,8 @@ int main(int argc, char **argv) {
       break;
     }
     printf("\n## %s (%d variants)\n\n| R x C | t1 | static | dyn2 | dyn4 | dyn8 | dyn16 | "
-           "best t1/t2 | choice | loss |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+           "best t1/t2 | choice | loss | threads loss |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
            kernels[ki].name, K.nv);
     double gain_min = INFINITY;
     int ngain = 0;
@@ -419,6 +439,16 @@ int main(int argc, char **argv) {
         double loss = pt.choice / pt.best - 1;
         int bad = loss > 0.10 && pt.choice - pt.best > 50;
         nloss += bad;
+        /* the threads part of the loss: the choice against its own code
+         * with the best workers and split */
+        double tloss = pt.choice / pt.same_code - 1;
+        int tbad = tloss > 0.10 && pt.choice - pt.same_code > 50;
+        ntloss += tbad;
+        if (tloss > tworst) {
+          tworst = tloss;
+          snprintf(tworst_at, sizeof tworst_at, "%s %lldx%lld (`%s`)", kernels[ki].name,
+                   (long long)R, (long long)C, pt.choice_name);
+        }
         if (loss > worst) {
           worst = loss;
           snprintf(worst_at, sizeof worst_at, "%s %lldx%lld (`%s` against `%s`)", kernels[ki].name,
@@ -438,9 +468,10 @@ int main(int argc, char **argv) {
         for (int s = 0; s < NSPLITS; s++)
           fmt_us(pt.t2[s], c[1 + s], sizeof c[1 + s]);
         const char *cv = strchr(pt.choice_name, '/');
-        printf("| %lldx%lld | %s | %s | %s | %s | %s | %s | %.2f | `%s` | %s%.1f%% |\n",
+        printf("| %lldx%lld | %s | %s | %s | %s | %s | %s | %.2f | `%s` | %s%.1f%% | %s%.1f%% |\n",
                (long long)R, (long long)C, c[0], c[1], c[2], c[3], c[4], c[5], ratio,
-               cv ? cv + 1 : pt.choice_name, bad ? "**" : "", 100 * loss);
+               cv ? cv + 1 : pt.choice_name, bad ? "**" : "", 100 * loss, tbad ? "**" : "",
+               100 * tloss);
         fflush(stdout);
       }
     if (ngain)
@@ -455,6 +486,9 @@ int main(int argc, char **argv) {
          loadavg(), failed ? ", SOME VARIANTS FAILED VERIFICATION" : "");
   printf("loss > 10%% and > 50 ns: %d points; worst %.1f%% at %s\n", nloss, 100 * worst,
          worst_at);
+  printf("threads loss (the choice against its own code with the best workers and split) "
+         "> 10%% and > 50 ns: %d points; worst %.1f%% at %s\n",
+         ntloss, 100 * tworst, tworst_at);
   printf("right side of t1 against t2 where they differ by > 10%%: %d of %d (%.0f%%)\n", nright,
          nside, nside ? 100.0 * nright / nside : 100.0);
   lm_profile_free(prof);

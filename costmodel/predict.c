@@ -15,17 +15,26 @@
  * fork-join round on top, the hidden side weighted by the overlap. */
 /* The launch's time after the fork-join round: t_par, its busiest
  * participant's share, and t_ser, all of it on the caller, combine as the
- * workers' late join says (lm_coefs.join).  A pooled launch only (parts >
- * 1 and a fork-join round); otherwise, and with join 0, t_par. */
+ * workers' late join says (lm_coefs.join).  The launch is Q equal claims
+ * of d = t_ser / Q (a static launch: one block per participant; a dynamic
+ * one: its claims), taken by whichever participant is free first: the
+ * caller from 0, the parts - 1 workers from J.  The caller starts
+ * a = ceil(J / d) claims alone; the other Q - a go in rounds of parts, the
+ * workers first (they are free at J, the caller at a d >= J), so with m
+ * full rounds and r claims left over the launch ends at
+ * max(a d + m d, J + (m + 1) d if r > 0).  A pooled launch only;
+ * otherwise, and with J = 0, t_par. */
 static double joined(const lm_coefs *c, double tpar, double tser, double parts,
-                     int dynamic, int pooled) {
+                     double Q, int pooled) {
   double J = c->join;
-  if (!pooled || parts <= 1 || !(J > 0))
+  if (!pooled || parts <= 1 || !(J > 0) || !(Q >= 1) || !(tser > 0))
     return tpar;
-  if (!dynamic) /* the caller takes over a block no worker has claimed */
-    return fmax(tpar, fmin(J + tpar, tser));
-  /* the caller claims alone until J, then the parts share the rest */
-  return fmax(tpar, fmin(tser, J + (tser - J) / parts));
+  double d = tser / Q, a = ceil(J / d), rest = Q - a;
+  if (rest <= 0)
+    return fmax(tpar, tser); /* the caller ran every claim before J */
+  double m = floor(rest / parts), r = rest - m * parts;
+  double end = fmax(a * d + m * d, r > 0 ? J + (m + 1) * d : 0);
+  return fmax(tpar, fmin(end, tser + J));
 }
 
 static double combine(const lm_coefs *c, const lm_features *f, double par,
@@ -46,8 +55,8 @@ static double combine(const lm_coefs *c, const lm_features *f, double par,
   double Cp = C / par, M = Mc / par + Md;
   double tpar = fmax(Cp, M) + c->overlap * fmin(Cp, M);
   double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
-  double t = joined(c, tpar, tser, f->participants, f->dynamic > 0,
-                    n[LM_T_FORK] > 0);
+  double Q = f->dynamic > 0 ? n[LM_T_TASK] : f->participants;
+  double t = joined(c, tpar, tser, f->participants, Q, n[LM_T_FORK] > 0);
   *Cout = Cp, *Mout = M, *fork = F, *join = t - tpar;
   return F + t;
 }
@@ -225,8 +234,8 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     double tpar = fmax(Cp, M) + c->overlap * fmin(Cp, M);
     double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
     out_ns[i] = (pooled ? f->fork : 0) +
-                joined(c, tpar, tser, f->workers > 1 ? st.participants : 1, st.dynamic,
-                       pooled && f->workers > 1);
+                joined(c, tpar, tser, f->workers > 1 ? st.participants : 1,
+                       st.dynamic ? st.claims : st.participants, pooled && f->workers > 1);
   }
 }
 

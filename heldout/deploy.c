@@ -395,6 +395,9 @@ static lm_status measure(lm_deploy_state *d, lm_evaluate_result *er,
   eo.quick = d->o->quick, eo.fresh = d->o->fresh;
   eo.accept_noisy = d->o->accept_noisy;
   eo.seed = d->o->seed;
+  /* every split timed: a plan planned at the buckets may run any variant at
+   * a held-out shape, and the budget oracle may choose any */
+  eo.all_splits = 1;
   eo.progress = d->o->progress, eo.note = d->o->note, eo.ctx = d->o->ctx;
   return lm_evaluate(&eo, er, err);
 }

@@ -488,6 +488,49 @@ static void cases_table(FILE *f, const lm_eval_run *run) {
   fprintf(f, "\n");
 }
 
+/* For a miss: the plan's code variant run with the best's workers and
+ * split.  Within LM_REGRET_THREADS of the best, the miss is a threads
+ * miss (the workers or the split were wrong, not the mapping). */
+static void threads_note(FILE *f, const lm_eval_case *c, int ch) {
+  lm_variant vc, vb, vx;
+  char a[32], b[32];
+  if (lm_variant_parse(c->v[ch].variant, &vc, NULL) != LM_OK ||
+      lm_variant_parse(c->v[c->best].variant, &vb, NULL) != LM_OK)
+    return;
+  if (vc.workers == vb.workers && vc.split == vb.split &&
+      vc.per_worker == vb.per_worker && vc.grain == vb.grain) {
+    fprintf(f, "  Same workers and split as the best: not a threads miss.\n");
+    return;
+  }
+  for (int j = 0; j < c->nvariants; j++) {
+    if (lm_variant_parse(c->v[j].variant, &vx, NULL) != LM_OK ||
+        !lm_variant_same_code(&vx, &vc) || vx.workers != vb.workers ||
+        vx.split != vb.split || vx.per_worker != vb.per_worker ||
+        vx.grain != vb.grain)
+      continue;
+    const lm_eval_variant *v = &c->v[j];
+    double t = isfinite(v->confirmed) && isfinite(c->v[c->best].confirmed)
+                   ? v->confirmed
+                   : v->measured;
+    double tb = isfinite(v->confirmed) && isfinite(c->v[c->best].confirmed)
+                    ? c->t_best
+                    : c->v[c->best].measured;
+    if (v->verified != 1 || !isfinite(t) || v->contended) {
+      fprintf(f, "  The plan's mapping with the best's workers and split "
+                 "(`%s`) was not timed (split pruning).\n",
+              v->variant);
+      return;
+    }
+    double x = t / tb - 1;
+    fprintf(f, "  The plan's mapping with the best's workers and split "
+               "(`%s`): %s, %s from the best: %s.\n",
+            v->variant, fmt_time(t, a), fmt_pct(x, b),
+            x <= LM_REGRET_THREADS ? "**a threads miss**"
+                                   : "the mapping misses too");
+    return;
+  }
+}
+
 static void misses(FILE *f, const lm_eval_run *run) {
   char a[32], b[32], c1[32], c2[32], c3[32], c4[32], sh[96];
   int nmiss = 0;
@@ -551,6 +594,8 @@ static void misses(FILE *f, const lm_eval_run *run) {
     else
       fprintf(f, " The model predicts both alike, term by term: a tie the "
                  "solver broke.\n");
+    if (r > TARGET_P90)
+      threads_note(f, c, ch);
   }
   if (nmiss == 0)
     fprintf(f,

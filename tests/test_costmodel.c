@@ -456,10 +456,10 @@ Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
   lm_kernel_free(k);
 }
 
-/* The workers' late join, by hand: 1 ns per packet, a join of 5 ns.  A
- * static launch ends at min(join + busiest share, all of it); a dynamic
- * one at max(busiest share, join + the rest shared); one worker never
- * waits. */
+/* The workers' late join, by hand: 1 ns per packet, a join of 5 ns, the
+ * launch cut into equal claims (costmodel/predict.c, joined): the caller
+ * runs alone until 5 ns, then the claims go to whoever is free first; one
+ * worker never waits. */
 Test(predict, the_late_join_delays_a_pooled_launch_as_its_split_says) {
   lm_kernel *k = load("kernels/swiglu.lk");
   lm_coefs c = {{0}, 1.0, {48 << 10, 2 << 20, 32 << 20}, 5};
@@ -470,11 +470,11 @@ Test(predict, the_late_join_delays_a_pooled_launch_as_its_split_says) {
     double want, join; /* join: what the late join adds to the busiest share */
   } cases[] = {
       {"x86-64-v4/w16/l16/t1", 17, 17, 0},          /* inline */
-      {"x86-64-v4/w16/l16/t2/static", 17, 14, 5},   /* min(5 + 9, 17) */
+      {"x86-64-v4/w16/l16/t2/static", 17, 13.5, 4.5}, /* claims of 8.5: the worker's ends at 13.5 */
       {"x86-64-v4/w16/l16/t2/static", 8, 8, 4},     /* min(5 + 4, 8): the caller takes over */
-      {"x86-64-v4/w16/l16/t2/dyn16", 17, 11, 2},    /* 5 + (17 - 5) / 2, share 9 */
+      {"x86-64-v4/w16/l16/t2/dyn16", 17, 11, 2},    /* 5 alone, then 12 shared; share 9 */
       {"x86-64-v4/w16/l16/t2/dyn16", 4, 4, 2},      /* the caller runs all before 5 */
-      {"x86-64-v4/w16/l16/t2/dyn2", 17, 11, 1},     /* max(10, 11) */
+      {"x86-64-v4/w16/l16/t2/dyn2", 17, 12.75, 2.75}, /* claims of 4.25: 2 alone, 1 + 1 */
       {"x86-64-v4/w16/l16/t2/static", 1, 1, 0},     /* one chunk: inline, no join */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -365,6 +365,10 @@ typedef struct lm_eval_opts {
  * ("Split pruning") has the rule's check: run with all_splits
  * (`--all-splits`) and the report counts the cases whose best the rule
  * would have pruned. */
+/* A miss above the p90 target whose plan mapping, run with the best's
+ * workers and split, comes within this of the best is a threads miss
+ * (report.md, Misses). */
+#define LM_REGRET_THREADS 0.03
 #define LM_EVALUATE_SPLIT_TOP 3
 /* The rule, for the measurement and for its check.  The first round:
  * in[i] 1 for the variants of c it times (vs: c's variants; every one with
