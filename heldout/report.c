@@ -509,13 +509,11 @@ static void threads_note(FILE *f, const lm_eval_case *c, int ch) {
         vx.grain != vb.grain)
       continue;
     const lm_eval_variant *v = &c->v[j];
-    double t = isfinite(v->confirmed) && isfinite(c->v[c->best].confirmed)
-                   ? v->confirmed
-                   : v->measured;
-    double tb = isfinite(v->confirmed) && isfinite(c->v[c->best].confirmed)
-                    ? c->t_best
-                    : c->v[c->best].measured;
-    if (v->verified != 1 || !isfinite(t) || v->contended) {
+    /* the confirmation's times when both were confirmed, else screening */
+    int conf = v->confirmed > 0 && c->v[c->best].confirmed > 0;
+    double t = conf ? v->confirmed : v->measured;
+    double tb = conf ? c->t_best : c->v[c->best].measured;
+    if (v->verified != 1 || !(t > 0) || v->contended) {
       fprintf(f, "  The plan's mapping with the best's workers and split "
                  "(`%s`) was not timed (split pruning).\n",
               v->variant);

@@ -1104,3 +1104,38 @@ Test(report, plots_into_a_missing_folder_are_a_system_error) {
   cr_expect_eq(lm_eval_plots(&run, tmp_path("none/x"), &err), LM_ESYS);
   lm_eval_run_free(&run);
 }
+
+/* A miss above 10% names the plan's mapping run with the best's workers
+ * and split, and calls it a threads miss within 3% of the best. */
+Test(report, a_miss_with_the_best_threads_close_to_the_best_is_a_threads_miss) {
+  lm_eval_run run;
+  build_run(&run, 0);
+  lm_error err = {0};
+  /* op-b: the plan takes v1 (260 ns) against the best v0 (200 ns) */
+  lm_eval_case *c = &run.cases[1];
+  const char *names[3] = {"x86-64-v3/w8/l1/glob=gather/t2/dyn4", "x86-64-v3/w8/l8/t2/static",
+                          "x86-64-v3/w8/l8/t2/dyn4"};
+  for (int j = 0; j < 3; j++) {
+    free(c->v[j].variant);
+    c->v[j].variant = strdup(names[j]);
+  }
+  c->v[2].measured = 500; /* the plan's mapping with the best's split: 150% off */
+  cr_assert_eq(lm_eval_case_score(c, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_eval_report_write(&run, tmpdir, &err), LM_OK, "%s", err.msg);
+  char *md = slurp(tmp_path("report.md"));
+  const char *opb = strstr(md, "- **op-b**");
+  cr_assert_not_null(opb, "%s", md);
+  cr_expect(strstr(opb, "(`x86-64-v3/w8/l8/t2/dyn4`): 500 ns") &&
+                strstr(opb, "the mapping misses too"),
+            "%.700s", opb);
+  free(md);
+  c->v[2].measured = 205; /* 2.5% from the best */
+  cr_assert_eq(lm_eval_case_score(c, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_eval_report_write(&run, tmpdir, &err), LM_OK, "%s", err.msg);
+  md = slurp(tmp_path("report.md"));
+  opb = strstr(md, "- **op-b**");
+  cr_assert_not_null(opb, "%s", md);
+  cr_expect(strstr(opb, "**a threads miss**"), "%.700s", opb);
+  free(md);
+  lm_eval_run_free(&run);
+}
