@@ -203,6 +203,8 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
   if (lm_shape_bind(K->k, R, C, NULL, &sh, &err) || lm_data_gen(K->k, &sh, 1, &d, &err) ||
       lm_oracle_run(K->k, d, &o, &err)) {
     fprintf(stderr, "%s %lldx%lld: %s\n", K->k->name, (long long)R, (long long)C, err.msg);
+    lm_oracle_free(o);
+    lm_data_free(d);
     return 2;
   }
   uint64_t *args = lm_args_pack(K->k, d);
@@ -432,6 +434,12 @@ int main(int argc, char **argv) {
           break;
         npoints++;
         failed += pt.failed;
+        if (isnan(pt.choice) || isnan(pt.best)) {
+          /* the choice failed the oracle check (reported above) */
+          printf("| %lldx%lld | the model's choice `%s` was not timed |\n", (long long)R,
+                 (long long)C, pt.choice_name);
+          continue;
+        }
         double t2 = NAN;
         for (int s = 0; s < NSPLITS; s++)
           if (!isnan(pt.t2[s]))

@@ -615,9 +615,10 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
         !lm_noise_families_noisy(&verdict.noise, verdict.fam, verdict.nfam))
       break;
   }
-  /* the workers' late join, on the pool the fork-join benchmarks ran on
-   * (0 without a pool thread: every launch then runs inline) */
-  double join = 0;
+  /* the workers' late join, on the pool the fork-join benchmarks ran on;
+   * without a pool thread no worker ever joins and every launch runs
+   * inline, which the cap prices as all of the work on the caller */
+  double join = LM_JOIN_MAX_NS;
   if (s == LM_OK && lm_pool_threads(lm_pool_shared()) > 0) {
     lm_timing_opts jt;
     lm_timing_defaults(&jt);

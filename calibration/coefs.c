@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/calibrate.h"
 #include "lanemap/profile.h"
 
 void lm_caches_from_fingerprint(const lm_fingerprint *fp, lm_caches *c) {
@@ -23,6 +24,9 @@ static lm_status coefs_from(const lm_profile *p, const double *vec,
                             lm_coefs *out, lm_error *err) {
   memset(out, 0, sizeof *out);
   out->overlap = 1.0;
+  /* a profile written before the join existed (model form 5 or older)
+   * gets the named default, not an instant join */
+  out->join = LM_JOIN_DEFAULT_NS;
   lm_caches_from_fingerprint(lm_profile_get_fingerprint(p), &out->caches);
   int n = lm_profile_nterms(p);
   for (int i = 0; i < n; i++) {

@@ -217,10 +217,8 @@ static double roofline_ns(const lm_coefs *c, const lm_features *f,
                           const lm_variant *v) {
   static const lm_term arith[] = {LM_T_VOP,   LM_T_VDIV, LM_T_VEXP,   LM_T_VLOG,
                                   LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS};
-  double tasks = f->n[LM_T_CALL] > 0 ? f->n[LM_T_CALL] : 1;
-  double par = v->workers < tasks ? v->workers : tasks;
-  if (par < 1)
-    par = 1;
+  (void)v; /* the split's busiest share is in the features */
+  double par = f->par >= 1 ? f->par : 1;
   double comp = 0, mem = 0;
   for (size_t i = 0; i < sizeof arith / sizeof *arith; i++)
     comp += c->theta[arith[i]] * f->n[arith[i]];
@@ -460,11 +458,13 @@ void lm_eval_split_first(const lm_eval_case *c, const lm_variant *vs,
                          int all_splits, unsigned char *in) {
   int n = c->nvariants, budget = lm_autotune_budget[LM_AUTOTUNE_BUDGETS - 1];
   for (int i = 0; i < n; i++) {
-    /* the model's rank: the variants predicted faster, ties by index */
+    /* the model's rank among the variants that passed the oracle check
+     * (or are still to be checked): those predicted faster, ties by index */
     int rank = 0;
     for (int j = 0; j < n && rank < budget; j++)
-      rank += c->v[j].predicted < c->v[i].predicted ||
-              (c->v[j].predicted == c->v[i].predicted && j < i);
+      rank += c->v[j].verified != 0 &&
+              (c->v[j].predicted < c->v[i].predicted ||
+               (c->v[j].predicted == c->v[i].predicted && j < i));
     in[i] = all_splits || vs[i].workers == 1 ||
             vs[i].split != LM_SPLIT_DYNAMIC || c->v[i].near_tie ||
             rank < budget;
@@ -547,6 +547,7 @@ static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
       c->v[i].contended = 0;
       if (!done[i]) { /* the second round's picks may differ this time */
         c->v[i].measured = NAN;
+        c->v[i].spread = NAN;
         free(c->v[i].times);
         c->v[i].times = NULL;
         c->v[i].ntimes = 0;
@@ -607,7 +608,6 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
-  lm_eval_split_first(c, ek->v, o->all_splits, done);
   for (int i = 0; i < ek->nv; i++) {
     lm_verify_result vr;
     lm_error verr = {0};
@@ -618,14 +618,17 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
       Launch *l = &ls[i];
       *l = (Launch){ek->c[i], NULL, o->pool, args, c->R, c->C};
       entries[i] = (lm_timed){c->v[i].variant, run_launch, l};
-      if (done[i]) {
-        items[nok] = entries[i];
-        idx[nok++] = i;
-      }
     } else {
       bad++;
     }
   }
+  /* the first round, ranked among the verified variants */
+  lm_eval_split_first(c, ek->v, o->all_splits, done);
+  for (int i = 0; i < ek->nv; i++)
+    if (done[i] && entries[i].run) {
+      items[nok] = entries[i];
+      idx[nok++] = i;
+    }
   if (plan && plan->dispatch) {
     int ok = 0;
     if ((st = check_dispatch(o, plan, c, d, orc, &ok, err)) != LM_OK)

@@ -515,8 +515,11 @@ static void threads_note(FILE *f, const lm_eval_case *c, int ch) {
     double tb = conf ? c->t_best : c->v[c->best].measured;
     if (v->verified != 1 || !(t > 0) || v->contended) {
       fprintf(f, "  The plan's mapping with the best's workers and split "
-                 "(`%s`) was not timed (split pruning).\n",
-              v->variant);
+                 "(`%s`) %s.\n",
+              v->variant,
+              v->verified != 1 ? "failed the oracle check"
+              : v->contended   ? "was timed contended"
+                               : "was not timed (split pruning)");
       return;
     }
     double x = t / tb - 1;
@@ -633,7 +636,8 @@ static void protocol(FILE *f, const lm_eval_run *run) {
     fprintf(f, "- screened: %s\n",
             p->all_splits
                 ? "every verified variant (`--all-splits`)"
-                : "every verified variant with one worker or a static split, "
+                : "every verified variant with one worker or a static (or gG) "
+                  "split, "
                   "every policy's pick, the model's 20 best and its near "
                   "ties; then the dynK splits of the 3 fastest parallel code "
                   "variants (split pruning, docs/evaluation.md)");
@@ -689,6 +693,8 @@ static void protocol(FILE *f, const lm_eval_run *run) {
  * the rule have kept each case's best?  Simulated on this run's screening
  * times (lm_eval_split_first and _second, the rule the measurement uses). */
 static void split_check(FILE *f, const lm_eval_run *run) {
+  if (!run->protocol.all_splits)
+    return;
   int cases = 0, kept_best = 0, timed = 0, total = 0;
   double worst = 0;
   const char *worst_id = NULL;

@@ -420,6 +420,20 @@ Test(calibration, level_benchmarks_fit_their_level_and_width_families_follow_the
   lm_calib_benches_free(b, n);
 }
 
+/* lm_cost_eval of variant text v on k at R x 64 with coefficients c. */
+static lm_prediction eval_at(const lm_kernel *k, const lm_coefs *c, const char *text, int64_t R) {
+  lm_variant v;
+  lm_shape s;
+  lm_features f;
+  lm_prediction p;
+  lm_error err = {0};
+  cr_assert_eq(lm_variant_parse(text, &v, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_shape_bind(k, R, 64, NULL, &s, &err), LM_OK);
+  cr_assert_eq(lm_cost_features(k, &v, &s, &c->caches, NULL, &f, &err), LM_OK, "%s", err.msg);
+  lm_cost_eval(c, &f, &v, &p);
+  return p;
+}
+
 Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
   /* one coefficient of 1 ns per packet: the prediction is the busiest
    * worker's packet count */
@@ -441,15 +455,7 @@ Test(predict, workers_divide_the_packets_of_the_busiest_worker) {
       {"x86-64-v4/w16/l16/t2/dyn16", 9},  /* 17 chunks of 1 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    lm_variant v;
-    lm_shape s;
-    lm_features f;
-    lm_prediction p;
-    lm_error err = {0};
-    cr_assert_eq(lm_variant_parse(cases[i].v, &v, &err), LM_OK, "%s", err.msg);
-    cr_assert_eq(lm_shape_bind(k, 17, 64, NULL, &s, &err), LM_OK);
-    cr_assert_eq(lm_cost_features(k, &v, &s, &c.caches, NULL, &f, &err), LM_OK, "%s", err.msg);
-    lm_cost_eval(&c, &f, &v, &p);
+    lm_prediction p = eval_at(k, &c, cases[i].v, 17);
     cr_expect(fabs(p.ns - cases[i].want) < 1e-9, "%s: %g ns, want %g", cases[i].v, p.ns,
               cases[i].want);
   }
@@ -478,15 +484,7 @@ Test(predict, the_late_join_delays_a_pooled_launch_as_its_split_says) {
       {"x86-64-v4/w16/l16/t2/static", 1, 1, 0},     /* one chunk: inline, no join */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    lm_variant v;
-    lm_shape s;
-    lm_features f;
-    lm_prediction p;
-    lm_error err = {0};
-    cr_assert_eq(lm_variant_parse(cases[i].v, &v, &err), LM_OK, "%s", err.msg);
-    cr_assert_eq(lm_shape_bind(k, cases[i].R, 64, NULL, &s, &err), LM_OK);
-    cr_assert_eq(lm_cost_features(k, &v, &s, &c.caches, NULL, &f, &err), LM_OK, "%s", err.msg);
-    lm_cost_eval(&c, &f, &v, &p);
+    lm_prediction p = eval_at(k, &c, cases[i].v, cases[i].R);
     cr_expect(fabs(p.ns - cases[i].want) < 1e-9, "%s R=%lld: %g ns, want %g", cases[i].v,
               (long long)cases[i].R, p.ns, cases[i].want);
     cr_expect(fabs(p.join_ns - cases[i].join) < 1e-9, "%s R=%lld: join %g ns, want %g",

@@ -124,10 +124,11 @@ typedef struct lm_coefs {
   double theta[LM_T__COUNT];
   double overlap;
   lm_caches caches;
-  /* ns from a pooled launch to a worker's first chunk ("join"; profile
-   * term of that name, 0 when absent).  Until then the caller works
-   * alone: a static launch ends at min(join + busiest share, all the
-   * work), a dynamic one at max(busiest share, join + the rest shared). */
+  /* ns from a pooled launch until a worker's share can end ("join";
+   * profile term of that name; LM_JOIN_DEFAULT_NS when a profile has
+   * none).  Until then the caller runs claims alone; the launch is priced
+   * as equal claims taken by whoever is free first (docs/costmodel.md,
+   * "The workers' late join"). */
   double join;
 } lm_coefs;
 

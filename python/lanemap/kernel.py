@@ -288,8 +288,10 @@ class Kernel:
     def variants(self, isa: str = "host", workers: Sequence[int] = (1,),
                  grains: Sequence[int] = ()) -> List[str]:
         """Every legal variant for an ISA target ("host", "avx512",
-        "x86-64-v3", ...), with the worker counts given and the grains in
-        packets (default: 16 packets), in the library's stable order."""
+        "x86-64-v3", ...), with the worker counts given, in the library's
+        stable order.  Worker counts above 1 come with the default splits
+        (static, dyn2, dyn4, dyn8, dyn16); ``grains`` (in packets) adds
+        fixed-grain gG splits."""
         o = ffi.new("lm_enum_opts *")
         lib.lm_enum_defaults(o)
         o.isa = isa_value(isa)
