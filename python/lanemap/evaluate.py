@@ -38,7 +38,7 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
              accept_noisy: bool = False,
              shard: Optional[Tuple[int, int]] = None, seed: int = 1,
              cross: Optional[Union[str, bool]] = None,
-             progress=None) -> dict:
+             all_splits: bool = False, progress=None) -> dict:
     """Held-out regret of the plan and the baseline policies
     (``lm_evaluate``): per ISA target take the profile (given, cached, or
     calibrated and cached), predict, solve, compile, measure every variant
@@ -50,7 +50,9 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
     machine type: regret ``stats`` per policy, verdict counts, wall
     times), ``failures``, ``noisy``, ``cases``, ``noise``, ``total_s``,
     and ``notes``: the (warning, line) pairs the library reported.
-    ``shard`` = (i, n) evaluates block i of n of the cases."""
+    ``shard`` = (i, n) evaluates block i of n of the cases; ``all_splits``
+    screens every split of every code variant (``--all-splits``) instead of
+    the oracle's split pruning."""
     o = ffi.new("lm_evaluate_options *")
     lib.lm_evaluate_options_defaults(o)
     keep = [c_path(cases if cases is not None else bundled_cases()),
@@ -68,6 +70,7 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
     elif isinstance(cross, str):
         o.cross, o.cross_isa = 1, isa_value(cross)
     o.quick, o.fresh = int(quick), int(fresh)
+    o.all_splits = int(all_splits)
     o.accept_noisy = lib.lm_profile_accept_noisy(int(accept_noisy))
     if shard is not None:
         o.shard_i, o.shard_n = shard

@@ -94,6 +94,28 @@ def test_evaluate_two_cases(tmp_path, source_dir):
     assert again["targets"][0]["measured"] == 0
 
 
+def test_evaluate_all_splits_times_every_verified_variant(tmp_path,
+                                                         source_dir):
+    cases = {"schema": "lanemap.cases/1", "cases": [
+        {"id": "swiglu-40x64",
+         "kernel": os.path.join(source_dir, "kernels", "swiglu.lk"),
+         "shape": [40, 64]}]}
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    lanemap.Profile.default("avx2").save(tmp_path / "p.json")
+    res = lanemap.evaluate(tmp_path / "out", cases=tmp_path / "cases.json",
+                           isa=["avx2"], quick=True, cross=False,
+                           profile=tmp_path / "p.json", accept_noisy=True,
+                           all_splits=True, progress=False)
+    assert res["failures"] == 0
+    rows = lanemap.read_records(tmp_path / "out" / "x86-64-v3" /
+                                "records.jsonl")
+    assert any("/dyn16" in r["variant"] for r in rows)
+    assert all((r.get("median") or 0) > 0
+               for r in rows if r.get("verified") is True)
+    assert "## Split pruning" in (tmp_path / "out" / "x86-64-v3" /
+                                  "report.md").read_text()
+
+
 def test_deploy_two_kernels(tmp_path, source_dir):
     spec = {"schema": "lanemap.deploy/1", "seed": 3, "shapes": 2,
             "quick_shapes": 2, "buckets": 3, "quick_max_elements": 65536,
