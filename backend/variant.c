@@ -317,8 +317,8 @@ static int splits_of(const lm_enum_opts *o, int per, lm_variant *out) {
 
 void lm_cut_of(lm_split s, int64_t grain, int per_worker, int workers, int per,
                int64_t R, lm_cut *c) {
-  double P = (double)((R + per - 1) / per);
   int64_t Pi = (R + per - 1) / per, gp = Pi > 0 ? Pi : 1; /* packets per chunk */
+  double P = (double)Pi;
   if (workers > 1 && s == LM_SPLIT_GRAIN)
     gp = grain / per > 0 ? grain / per : 1;
   else if (workers > 1 && s == LM_SPLIT_STATIC)
@@ -390,7 +390,7 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
                pr++)
             for (int ti = 0; ti < 8 && o->workers[ti]; ti++) {
               int t = o->workers[ti];
-              lm_variant sp[1 + 16];
+              lm_variant sp[1 + 8 + 8]; /* static, dynamic[8], grains[8] */
               int ns = t > 1 ? splits_of(o, w / l, sp) : 1;
               if (t == 1)
                 sp[0] = (lm_variant){0};

@@ -64,18 +64,6 @@ static const int64_t rows[] = {1, 4, 16, 64, 256, 1024, 4096, 8192, 16384, 32768
 static const int64_t cols[] = {4, 16, 64, 256, 1024, 4096};
 #define MAX_ELEMS ((int64_t)1 << 22)
 
-typedef struct Launch {
-  const lm_compiled *c;
-  const uint64_t *args;
-  int64_t R;
-} Launch;
-
-static void run_launch(void *ctx, int64_t reps) {
-  Launch *l = ctx;
-  for (int64_t i = 0; i < reps; i++)
-    lm_compiled_launch(l->c, NULL, l->args, l->R, NULL);
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -160,27 +148,29 @@ typedef struct Point {
   int failed;            /* entries that failed verification */
 } Point;
 
-/* Times entries idx[0..n) of K at data d; p50 into t[idx[i]]. */
-static int time_set(const Kernel *K, const int *idx, int n, const uint64_t *args, int64_t R,
-                    int samples, double sample_ms, double *t) {
-  Launch *ls = calloc((size_t)n, sizeof *ls);
-  lm_timed *items = calloc((size_t)n, sizeof *items);
-  char (*names)[96] = calloc((size_t)n, sizeof *names);
-  for (int i = 0; i < n; i++) {
-    ls[i] = (Launch){K->c[idx[i]], args, R};
-    lm_variant_format(&K->v[idx[i]], names[i], sizeof names[i]);
-    items[i] = (lm_timed){names[i], run_launch, &ls[i]};
-  }
+/* The timing protocol of a round. */
+static lm_timing_opts protocol(int samples, double sample_ms, double warmup_ms) {
   lm_timing_opts o;
   lm_timing_defaults(&o);
   o.samples = samples;
   o.sample_ms = sample_ms;
-  o.warmup_ms = 10;
+  o.warmup_ms = warmup_ms;
   o.pool = lm_pool_shared();
+  return o;
+}
+
+/* Times entries idx[0..n) of K at data d, interleaved (lm_time_variants);
+ * p50 into t[idx[i]]. */
+static int time_set(const Kernel *K, const int *idx, int n, lm_data *d, int samples,
+                    double sample_ms, double *t) {
+  lm_compiled **cs = calloc((size_t)n, sizeof *cs);
+  for (int i = 0; i < n; i++)
+    cs[i] = K->c[idx[i]];
+  lm_timing_opts o = protocol(samples, sample_ms, 10);
   lm_timing_result tr = {0};
   lm_error err = {0};
   int rc = 0;
-  if (lm_time_compare(&o, n, items, &tr, &err) != LM_OK) {
+  if (lm_time_variants(K->k, cs, n, d, NULL, &o, &tr, &err) != LM_OK) {
     fprintf(stderr, "timing: %s\n", err.msg);
     rc = 2;
   } else {
@@ -188,7 +178,7 @@ static int time_set(const Kernel *K, const int *idx, int n, const uint64_t *args
       t[idx[i]] = tr.stats[i].p50;
   }
   lm_timing_result_free(&tr);
-  free(ls), free(items), free(names);
+  free(cs);
   return rc;
 }
 
@@ -207,7 +197,6 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
     lm_data_free(d);
     return 2;
   }
-  uint64_t *args = lm_args_pack(K->k, d);
   int nv = K->nv;
   double *pred = malloc(sizeof *pred * (size_t)nv), *t = malloc(sizeof *t * (size_t)nv);
   int *idx = malloc(sizeof *idx * (size_t)nv), *ok = calloc((size_t)nv, sizeof *ok);
@@ -242,7 +231,7 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
       if (ok[j])
         idx[n++] = j;
     }
-  int rc = time_set(K, idx, n, args, R, quick ? 3 : 5, 1, t);
+  int rc = time_set(K, idx, n, d, quick ? 3 : 5, 1, t);
   /* round 2: the best t1, every split of the 3 fastest static code
    * variants, the choice */
   int t1 = -1, top[3] = {-1, -1, -1};
@@ -278,7 +267,7 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
   for (int j = 0; j < nv; j++)
     t[j] = NAN;
   if (!rc)
-    rc = time_set(K, idx, n, args, R, quick ? 5 : 9, quick ? 2 : 3, t);
+    rc = time_set(K, idx, n, d, quick ? 5 : 9, quick ? 2 : 3, t);
   pt->t1 = pt->best = pt->choice = NAN;
   for (int s = 0; s < NSPLITS; s++)
     pt->t2[s] = NAN;
@@ -305,7 +294,7 @@ static int point(const Kernel *K, const lm_predictor *pr, int64_t R, int64_t C, 
         !(t[idx[i]] >= pt->same_code))
       pt->same_code = t[idx[i]];
   lm_variant_format(&K->v[choice], pt->choice_name, sizeof pt->choice_name);
-  free(pred), free(t), free(idx), free(ok), free(tried), free(args);
+  free(pred), free(t), free(idx), free(ok), free(tried);
   lm_oracle_free(o);
   lm_data_free(d);
   return rc;
@@ -334,14 +323,10 @@ static void roofline(lm_isa isa) {
     fprintf(stderr, "roofline: %s\n", err.msg);
     return;
   }
-  uint64_t *args = lm_args_pack(k, d);
-  Launch ls[2] = {{ca, args, R}, {cb, args, R}};
-  lm_timed items[2] = {{"t1", run_launch, &ls[0]}, {"t2/static", run_launch, &ls[1]}};
-  lm_timing_opts o;
-  lm_timing_defaults(&o);
-  o.samples = 9, o.sample_ms = 20, o.pool = lm_pool_shared();
+  lm_compiled *cs[2] = {ca, cb};
+  lm_timing_opts o = protocol(9, 20, 100);
   lm_timing_result tr = {0};
-  if (lm_time_compare(&o, 2, items, &tr, &err) == LM_OK) {
+  if (lm_time_variants(k, cs, 2, d, NULL, &o, &tr, &err) == LM_OK) {
     double bytes = 2.0 * 4 * (double)(R * C);
     printf("\ncopy roofline, %lld floats in and out: t1 %.1f GB/s, t2/static %.1f GB/s "
            "(%.2fx)\n",
@@ -351,7 +336,6 @@ static void roofline(lm_isa isa) {
     fprintf(stderr, "roofline: %s\n", err.msg);
   }
   lm_timing_result_free(&tr);
-  free(args);
   lm_compiled_free(cb), lm_compiled_free(ca);
   lm_data_free(d);
   lm_kernel_free(k);

@@ -542,7 +542,8 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   lm_profile_set_extra(p, ej, err);
   free(ej);
   cJSON_Delete(extra);
-  /* bootstrap vectors, with the overlap and each one's join appended */
+  /* bootstrap vectors, with the overlap and the measured join appended
+   * (the same join for every resample: it is measured, not fitted) */
   if (fr->nboot > 0) {
     int nt = LM_T__COUNT + 2;
     double *bs = calloc((size_t)fr->nboot * (size_t)nt, sizeof *bs);

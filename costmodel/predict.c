@@ -10,9 +10,6 @@
 #include "costmodel/counts.h"
 #include "lanemap/costmodel.h"
 
-/* The model form, shared by lm_cost_eval and the compiled predictor so
- * that both give the same bits: compute C and memory M per worker, the
- * fork-join round on top, the hidden side weighted by the overlap. */
 /* The launch's time after the fork-join round: t_par, its busiest
  * participant's share, and t_ser, all of it on the caller, combine as the
  * workers' late join says (lm_coefs.join).  The launch is Q equal claims
@@ -37,6 +34,22 @@ static double joined(const lm_coefs *c, double tpar, double tser, double parts,
   return fmax(tpar, fmin(end, tser + J));
 }
 
+/* The model form, shared by lm_cost_eval and the compiled predictor so
+ * that both give the same bits: compute C and cache-level memory Mc are
+ * each worker's share (divided by the split's speed-up par), DRAM time Md
+ * is shared, the hidden side is weighted by the overlap, and a pooled
+ * launch waits for its workers' late join (parts participants, Q claims).
+ * The fork-join round is the caller's to add.  *Cp, *M: the busiest
+ * share's compute and memory; *tpar: that share's time. */
+static double launch_ns(const lm_coefs *c, double C, double Mc, double Md, double par,
+                        double parts, double Q, int pooled, double *Cp, double *M,
+                        double *tpar) {
+  *Cp = C / par, *M = Mc / par + Md;
+  *tpar = fmax(*Cp, *M) + c->overlap * fmin(*Cp, *M);
+  double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
+  return joined(c, *tpar, tser, parts, Q, pooled);
+}
+
 static double combine(const lm_coefs *c, const lm_features *f, double par,
                       double *Cout, double *Mout, double *fork, double *join) {
   const double *n = f->n;
@@ -52,12 +65,10 @@ static double combine(const lm_coefs *c, const lm_features *f, double par,
     else
       C += x;
   }
-  double Cp = C / par, M = Mc / par + Md;
-  double tpar = fmax(Cp, M) + c->overlap * fmin(Cp, M);
-  double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
-  double Q = f->dynamic > 0 ? n[LM_T_TASK] : f->participants;
-  double t = joined(c, tpar, tser, f->participants, Q, n[LM_T_FORK] > 0);
-  *Cout = Cp, *Mout = M, *fork = F, *join = t - tpar;
+  double Q = f->dynamic > 0 ? n[LM_T_TASK] : f->participants, tpar;
+  double t = launch_ns(c, C, Mc, Md, par, f->participants, Q, n[LM_T_FORK] > 0, Cout,
+                       Mout, &tpar);
+  *fork = F, *join = t - tpar;
   return F + t;
 }
 
@@ -230,12 +241,11 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     double par = f->workers > 1 ? st.par : 1;
     double Mc = c->theta[LM_T_B_L2] * lv[0] + c->theta[LM_T_B_L3] * lv[1];
     double Md = c->theta[LM_T_B_DRAM] * lv[2];
-    double Cp = C / par, M = Mc / par + Md;
-    double tpar = fmax(Cp, M) + c->overlap * fmin(Cp, M);
-    double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
+    double Cp, M, tpar;
     out_ns[i] = (pooled ? f->fork : 0) +
-                joined(c, tpar, tser, f->workers > 1 ? st.participants : 1,
-                       st.dynamic ? st.claims : st.participants, pooled && f->workers > 1);
+                launch_ns(c, C, Mc, Md, par, f->workers > 1 ? st.participants : 1,
+                          st.dynamic ? st.claims : st.participants,
+                          pooled && f->workers > 1, &Cp, &M, &tpar);
   }
 }
 

@@ -628,17 +628,27 @@ Test(evaluate, a_noisy_case_is_measured_again_and_keeps_its_verdict) {
   cr_expect_eq(res.noisy, 3);
 }
 
-Test(evaluate, every_case_is_confirmed_with_twice_the_samples) {
-  char out[600], path[700];
-  snprintf(out, sizeof out, "%s", run_tmp("api"));
-  Seen seen = {0};
+/* lm_evaluate of the fixture into run_tmp(sub), as api_options sets it up
+ * (all_splits as given); *rs gets the records it wrote. */
+static lm_evaluate_options evaluate_api(const char *sub, int all_splits, lm_records *rs) {
+  static char out[600];
+  char path[700];
+  static Seen seen;
+  snprintf(out, sizeof out, "%s", run_tmp(sub));
   lm_evaluate_options o = api_options(out, &seen);
+  o.all_splits = all_splits;
   lm_evaluate_result res;
   lm_error err = {0};
   cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
   snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  cr_assert_eq(lm_records_read(path, rs, &err), LM_OK, "%s", err.msg);
+  return o;
+}
+
+Test(evaluate, every_case_is_confirmed_with_twice_the_samples) {
   lm_records rs = {0};
-  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  lm_evaluate_options o = evaluate_api("api", 0, &rs);
+  lm_error err = {0};
   lm_eval_case *cs = NULL;
   int n = 0;
   cr_assert_eq(lm_eval_cases_from_records(&rs, &cs, &n, NULL, &err), LM_OK,
@@ -748,22 +758,14 @@ Test(evaluate, split_pruning_keeps_one_worker_static_picks_and_the_top_splits) {
 /* An --all-splits run times every verified variant and checks the rule in
  * its report. */
 Test(evaluate, all_splits_times_every_variant_and_reports_the_rule_check) {
-  char out[600], path[700];
-  snprintf(out, sizeof out, "%s", run_tmp("all"));
-  Seen seen = {0};
-  lm_evaluate_options o = api_options(out, &seen);
-  o.all_splits = 1;
-  lm_evaluate_result res;
-  lm_error err = {0};
-  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
-  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
   lm_records rs = {0};
-  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  lm_evaluate_options o = evaluate_api("all", 1, &rs);
+  char path[700];
   for (int i = 0; i < rs.n; i++)
     if (rs.r[i].verified == 1)
       cr_expect(isfinite(rs.r[i].median), "%s untimed", rs.r[i].variant);
   lm_records_free(&rs);
-  snprintf(path, sizeof path, "%s/host/report.md", out);
+  snprintf(path, sizeof path, "%s/host/report.md", o.out);
   char *text = run_slurp(path);
   cr_expect(strstr(text, "## Split pruning") && strstr(text, "(`--all-splits`)"), "%s", text);
   free(text);

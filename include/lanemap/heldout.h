@@ -353,22 +353,22 @@ typedef struct lm_eval_opts {
   int all_splits;
 } lm_eval_opts;
 
-/* The oracle's split pruning.  Every split of every code variant would
- * triple a case's entries (five splits per worker count above one), so a
- * case is screened in two rounds.  The first times every variant with one
- * worker, every variant whose split is not dynK (static, and any gG), every
- * policy's pick, the model's largest autotuning budget (20) of best
- * predictions and its near
- * ties.  The second times the dynK splits of the LM_EVALUATE_SPLIT_TOP code
- * variants whose parallel variants screened fastest in the first.  The
- * rest are verified but never timed (measured NAN).  docs/evaluation.md
- * ("Split pruning") has the rule's check: run with all_splits
- * (`--all-splits`) and the report counts the cases whose best the rule
- * would have pruned. */
 /* A miss above the p90 target whose plan mapping, run with the best's
  * workers and split, comes within this of the best is a threads miss
  * (report.md, Misses). */
 #define LM_REGRET_THREADS 0.03
+
+/* The oracle's split pruning.  Every split of every code variant would
+ * triple a case's entries (five splits per worker count above one), so a
+ * case is screened in two rounds.  The first times every variant with one
+ * worker, every variant whose split is not dynK (static, and any gG), every
+ * policy's pick, the model's 20 best among the verified variants (the
+ * largest autotuning budget) and its near ties.  The second times the dynK
+ * splits of the LM_EVALUATE_SPLIT_TOP code variants whose parallel
+ * variants screened fastest in the first.  The rest are verified but never
+ * timed (measured NAN).  docs/evaluation.md ("Split pruning") has the
+ * rule's check: run with all_splits (`--all-splits`) and the report counts
+ * the cases whose best the rule would have pruned. */
 #define LM_EVALUATE_SPLIT_TOP 3
 /* The rule, for the measurement and for its check.  The first round:
  * in[i] 1 for the variants of c it times (vs: c's variants; every one with
