@@ -270,6 +270,7 @@ static lm_status lm_fit_design_svd(const lm_fit_ctx *c, const double *weight,
     for (int i = 0; i < m && norm > 0; i++)
       col[i] /= norm;
   }
+  lm_blas_one_thread();
   lapack_int info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, k, a, m, sv,
                                    NULL, 1, NULL, 1, superb);
   if (info != 0) {

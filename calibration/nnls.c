@@ -26,6 +26,7 @@
 #include <float.h>
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,16 @@ void lm_nnls_ws_free(lm_nnls_ws *ws) {
   free(ws);
 }
 
+/* The fits are small (tens of terms, a few hundred rows): OpenBLAS's
+ * threads would not pay, and its threads wait for each other by spinning
+ * on sched_yield, which on a machine whose cores another process keeps busy
+ * turned a 15 s quick calibration into 2 minutes.  One thread, set once. */
+static pthread_once_t one_thread = PTHREAD_ONCE_INIT;
+static void blas_one_thread(void) { openblas_set_num_threads(1); }
+void lm_blas_one_thread(void) { pthread_once(&one_thread, blas_one_thread); }
+
 lm_nnls_ws *lm_nnls_ws_new(int m, int n) {
+  lm_blas_one_thread();
   lm_nnls_ws *ws = calloc(1, sizeof *ws);
   if (!ws)
     return NULL;

@@ -28,4 +28,8 @@ lm_status lm_nnls_solve(lm_nnls_ws *ws, const double *A, const double *b,
 lm_status lm_nnls_check(const char *who, int m, int n, const double *A,
                         const double *b, const double *w, lm_error *err);
 
+/* OpenBLAS on one thread for the whole process (nnls.c says why); every
+ * fit calls it before its first BLAS or LAPACK call. */
+void lm_blas_one_thread(void);
+
 #endif
