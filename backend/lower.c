@@ -459,12 +459,13 @@ static LLVMValueRef priv_read(Lo *o, int node) {
 
 /* ---- elementwise operations (shared by tiles and uniforms) ----------- */
 
-/* One call of a SLEEF routine of m lanes. */
+/* One call of the variant's math provider's routine of m lanes. */
 static LLVMValueRef vmath_call(Lo *o, lm_op op, lm_dtype dt, int m,
                                LLVMValueRef a) {
-  const char *name = lm_vmath_name(op, dt, m, o->v->isa);
-  if (!name)
-    abort(); /* m is always a width SLEEF ships for this ISA (16-64 bytes) */
+  const char *name = lm_vmath_name(o->v->math, op, dt, m);
+  if (!name) /* m is always a width the providers ship (16-64 bytes), and
+                lm_variant_check refused a provider without the routine */
+    abort();
   LLVMTypeRef vt = LLVMTypeOf(a);
   LLVMTypeRef ft = LLVMFunctionType(vt, &vt, 1, 0);
   LLVMValueRef f = LLVMGetNamedFunction(o->M, name);
@@ -491,6 +492,11 @@ static LLVMValueRef vmath_call(Lo *o, lm_op op, lm_dtype dt, int m,
  * narrower ones padded, e.g. f64 tiles in an f32 kernel. */
 static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
   int m = lm_sched_math_lanes(o->s, dt);
+  if (o->v->math == LM_MATH_IR) { /* inline, on all W lanes at once */
+    o->cnt->emit_math_calls += lm_sched_math_calls(o->s, dt);
+    o->tally->math_calls += lm_sched_math_calls(o->s, dt);
+    return lm_vmath_ir(o->B, o->M, op, a);
+  }
   if (m == o->W)
     return vmath_call(o, op, dt, m, a);
   if (m > o->W) { /* pad, call, keep the first W lanes */

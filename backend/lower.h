@@ -24,8 +24,12 @@ typedef struct lm_vmath_sym {
   void *addr;
 } lm_vmath_sym;
 const lm_vmath_sym *lm_vmath_symbols(int *n);
-/* Name of the vector routine for a math op, or NULL if the lowering must
- * expand it. */
-const char *lm_vmath_name(lm_op op, lm_dtype t, int w, lm_isa isa);
+/* Name of provider m's routine for a math op on w lanes of t, or NULL if
+ * there is none (the ir provider has no calls: lm_vmath_ir). */
+const char *lm_vmath_name(lm_math m, lm_op op, lm_dtype t, int w);
+/* lanemap's own routine for op (exp, log, tanh, erf) on the float vector
+ * a, emitted inline at the builder's position (backend/vmath_ir.c). */
+LLVMValueRef lm_vmath_ir(LLVMBuilderRef B, LLVMModuleRef M, lm_op op,
+                         LLVMValueRef a);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/backend.h"
 #include "lanemap/runtime.h"
 #include "lanemap/variant.h"
 
@@ -91,6 +92,9 @@ char *lm_variant_format(const lm_variant *v, char *buf, size_t n) {
   if (v->phase != LM_PHASE_NONE)
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/phase=%s",
                   phase_name[v->phase]);
+  if (v->math != LM_MATH_SLEEF)
+    k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/math=%s",
+                  lm_math_name(v->math));
   k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/t%d", v->workers);
   if (v->workers > 1 && v->split == LM_SPLIT_STATIC)
     snprintf(buf + k, n > (size_t)k ? n - k : 0, "/static");
@@ -184,7 +188,8 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
     return lm_error_set(err, LM_EINPUT, "variant string too long");
   strcpy(buf, text);
   lm_variant v = {.workers = 1};
-  int field = 0, have_w = 0, have_l = 0, have_t = 0, have_g = 0;
+  int field = 0, have_w = 0, have_l = 0, have_t = 0, have_g = 0,
+      have_math = 0;
   char *save = NULL;
   for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save),
             field++) {
@@ -198,25 +203,35 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
                parse_int(f + 1, 1, 64, &x)) {
       v.l = (int)x, have_l = 1;
     } else if (strncmp(f, "priv=", 5) == 0 && have_l && !v.priv && !v.glob &&
-               !v.phase && !have_t) {
+               !v.phase && !have_math && !have_t) {
       int i = lookup(priv_name, 4, f + 5);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': priv must be gather, slot or masked", f);
       v.priv = i;
     } else if (strncmp(f, "glob=", 5) == 0 && have_l && !v.glob && !v.phase &&
-               !have_t) {
+               !have_math && !have_t) {
       int i = lookup(glob_name, 3, f + 5);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': glob must be gather or transpose", f);
       v.glob = i;
-    } else if (strncmp(f, "phase=", 6) == 0 && have_l && !v.phase && !have_t) {
+    } else if (strncmp(f, "phase=", 6) == 0 && have_l && !v.phase &&
+               !have_math && !have_t) {
       int i = lookup(phase_name, 3, f + 6);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': phase must be snapshot or reread", f);
       v.phase = i;
+    } else if (strncmp(f, "math=", 5) == 0 && have_l && !have_math &&
+               !have_t) {
+      int i = lm_math_lookup(f + 5);
+      if (i < 0)
+        return lm_error_set(err, LM_EINPUT,
+                            "'%s': math must be sleef-u10, sleef-u35, mvec or "
+                            "ir",
+                            f);
+      v.math = i, have_math = 1;
     } else if (f[0] == 't' && have_l && !have_t &&
                parse_int(f + 1, 1, LM_MAX_WORKERS, &x)) {
       v.workers = (int)x, have_t = 1;
@@ -231,7 +246,7 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
     } else {
       return lm_error_set(err, LM_EINPUT,
                           "variant '%s': unexpected field '%s' (form: "
-                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F]/tT"
+                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F][/math=M]/tT"
                           "[/static|/dynK|/gG], K in 1..%d)",
                           text, f, LM_SPLIT_DYN_MAX);
     }
@@ -284,12 +299,13 @@ lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
                         "kernel %s reuses no tile after a reduction: phase "
                         "does not apply",
                         k->name);
-  return LM_OK;
+  return lm_vmath_check(k, v->math, err);
 }
 
 int lm_variant_same_code(const lm_variant *a, const lm_variant *b) {
   return a->isa == b->isa && a->w == b->w && a->l == b->l &&
-         a->priv == b->priv && a->glob == b->glob && a->phase == b->phase;
+         a->priv == b->priv && a->glob == b->glob && a->phase == b->phase &&
+         a->math == b->math;
 }
 
 void lm_enum_defaults(lm_enum_opts *o) {
@@ -299,6 +315,7 @@ void lm_enum_defaults(lm_enum_opts *o) {
   o->split_static = 1;
   for (int i = 0; i < 4; i++)
     o->dynamic[i] = 2 << i; /* 2, 4, 8, 16 chunks per worker */
+  o->maths = (1u << LM_MATH__COUNT) - 1;
 }
 
 /* The splits of o for t > 1, in a stable order: static, dynK, gG. */
@@ -388,15 +405,20 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
           for (int pr = ph == LM_PHASE_SNAPSHOT ? LM_PRIV_GATHER : LM_PRIV_NONE;
                pr <= (ph == LM_PHASE_SNAPSHOT ? LM_PRIV_MASKED : LM_PRIV_NONE);
                pr++)
+            for (int mp = 0; mp < LM_MATH__COUNT; mp++)
             for (int ti = 0; ti < 8 && o->workers[ti]; ti++) {
+              if (mp != LM_MATH_SLEEF && !(o->maths >> mp & 1))
+                break;
               int t = o->workers[ti];
               lm_variant sp[1 + 8 + 8]; /* static, dynamic[8], grains[8] */
               int ns = t > 1 ? splits_of(o, w / l, sp) : 1;
               if (t == 1)
                 sp[0] = (lm_variant){0};
               for (int si = 0; si < ns; si++) {
-                lm_variant v = {o->isa, w, l, pr, g, ph, t, sp[si].grain,
-                                sp[si].split, sp[si].per_worker};
+                lm_variant v = {o->isa, w,           l,
+                                pr,     g,           ph,
+                                t,      sp[si].grain, sp[si].split,
+                                sp[si].per_worker,   mp};
                 if (lm_variant_check(k, &v, NULL) != LM_OK)
                   continue;
                 if (n == cap)

@@ -1,32 +1,74 @@
-/* Vector math: the lowering calls SLEEF's ISA-specific routines (u10: at
- * most 1.0 ULP), which are well inside the oracle tolerance, and resolves
- * them into the JIT by address.  The routine is picked by the vector's
- * byte width, so a 256-bit variant on an AVX-512 target calls the AVX2
- * routine and an SSE4.2 variant never executes AVX code.  sqrt and 1/sqrt
- * use the hardware square root (correctly rounded); sigmoid is expanded as
- * 1/(1+exp(-x)) around the vector exp. */
+/* Vector math providers (lm_math): who supplies exp, log, tanh, erf, sin
+ * and cos for a variant, and whether a provider is legal for a kernel.
+ *
+ * - sleef-u10 (the default) and sleef-u35: SLEEF's ISA-specific routines
+ *   of at most 1.0 and 3.5 ULP.  Debian's SLEEF 3.5.1 has no u35 exp or
+ *   erf, so sleef-u35 has log, tanh, sin and cos only.
+ * - mvec: glibc's libmvec, the vector-function ABI routines (_ZGV...).
+ * - ir: lanemap's own routines, emitted inline as LLVM IR by the lowering
+ *   (backend/vmath_ir.c): exp, log, tanh and erf.
+ *
+ * A call's routine is picked by the vector's byte width, so a 256-bit
+ * variant on an AVX-512 target calls the AVX2 routine and an SSE4.2
+ * variant never executes AVX code.  The addresses are resolved into the
+ * JIT as absolute symbols.
+ *
+ * Every routine has a declared error bound over a declared domain
+ * (lm_vmath_bound), measured by tests/test_vmath.c against FP64 on 10^6
+ * points per routine plus edge points; the test fails if a routine
+ * exceeds its declaration.  A provider is legal for a kernel only if it
+ * has every routine the kernel calls, each call's argument range (by the
+ * checker's interval arithmetic) lies inside the routine's domain, and the
+ * bound uses at most LM_VMATH_TOL_SHARE of the oracle's tolerance. */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/lower.h"
+#include "lanemap/backend.h"
 
 /* sleef.h declares the 256- and 512-bit routines only when the including
- * file is itself compiled for AVX/AVX-512; the table only needs their
- * addresses, so they are declared here without their vector types. */
-#define DECL(fn, sfx) extern void Sleef_##fn##sfx(void);
-#define DECLW(fn)                                                              \
-  DECL(fn, f16_u10avx512f) DECL(fn, f8_u10avx2) DECL(fn, f4_u10sse4)           \
-  DECL(fn, d8_u10avx512f) DECL(fn, d4_u10avx2) DECL(fn, d2_u10sse4)
-DECLW(exp) DECLW(log) DECLW(tanh) DECLW(erf) DECLW(sin) DECLW(cos)
+ * file is itself compiled for AVX/AVX-512, and libmvec has no header; the
+ * table only needs their addresses, so they are declared here without
+ * their vector types. */
+#define DECL(name) extern void name(void);
+#define SLEEF10(fn)                                                            \
+  DECL(Sleef_##fn##f16_u10avx512f) DECL(Sleef_##fn##f8_u10avx2)                \
+  DECL(Sleef_##fn##f4_u10sse4) DECL(Sleef_##fn##d8_u10avx512f)                 \
+  DECL(Sleef_##fn##d4_u10avx2) DECL(Sleef_##fn##d2_u10sse4)
+#define SLEEF35(fn)                                                            \
+  DECL(Sleef_##fn##f16_u35avx512f) DECL(Sleef_##fn##f8_u35avx2)                \
+  DECL(Sleef_##fn##f4_u35sse4) DECL(Sleef_##fn##d8_u35avx512f)                 \
+  DECL(Sleef_##fn##d4_u35avx2) DECL(Sleef_##fn##d2_u35sse4)
+#define MVEC(fn)                                                               \
+  DECL(_ZGVeN16v_##fn##f) DECL(_ZGVdN8v_##fn##f) DECL(_ZGVbN4v_##fn##f)        \
+  DECL(_ZGVeN8v_##fn) DECL(_ZGVdN4v_##fn) DECL(_ZGVbN2v_##fn)
+SLEEF10(exp) SLEEF10(log) SLEEF10(tanh) SLEEF10(erf) SLEEF10(sin) SLEEF10(cos)
+SLEEF35(log) SLEEF35(tanh) SLEEF35(sin) SLEEF35(cos)
+MVEC(exp) MVEC(log) MVEC(tanh) MVEC(erf) MVEC(sin) MVEC(cos)
 
-#define SYM(fn, sfx) {"Sleef_" #fn #sfx, (void *)Sleef_##fn##sfx}
-#define ALLW(fn)                                                                \
-  SYM(fn, f16_u10avx512f), SYM(fn, f8_u10avx2), SYM(fn, f4_u10sse4),           \
-      SYM(fn, d8_u10avx512f), SYM(fn, d4_u10avx2), SYM(fn, d2_u10sse4)
+#define SYM(name) {#name, (void *)name}
+#define SLEEF10_SYMS(fn)                                                       \
+  SYM(Sleef_##fn##f16_u10avx512f), SYM(Sleef_##fn##f8_u10avx2),                \
+      SYM(Sleef_##fn##f4_u10sse4), SYM(Sleef_##fn##d8_u10avx512f),             \
+      SYM(Sleef_##fn##d4_u10avx2), SYM(Sleef_##fn##d2_u10sse4)
+#define SLEEF35_SYMS(fn)                                                       \
+  SYM(Sleef_##fn##f16_u35avx512f), SYM(Sleef_##fn##f8_u35avx2),                \
+      SYM(Sleef_##fn##f4_u35sse4), SYM(Sleef_##fn##d8_u35avx512f),             \
+      SYM(Sleef_##fn##d4_u35avx2), SYM(Sleef_##fn##d2_u35sse4)
+#define MVEC_SYMS(fn)                                                          \
+  SYM(_ZGVeN16v_##fn##f), SYM(_ZGVdN8v_##fn##f), SYM(_ZGVbN4v_##fn##f),        \
+      SYM(_ZGVeN8v_##fn), SYM(_ZGVdN4v_##fn), SYM(_ZGVbN2v_##fn)
 
 static const lm_vmath_sym table[] = {
-    ALLW(exp), ALLW(log), ALLW(tanh), ALLW(erf), ALLW(sin), ALLW(cos),
-    {"lm_rt_scratch", (void *)lm_rt_scratch},
+    SLEEF10_SYMS(exp), SLEEF10_SYMS(log), SLEEF10_SYMS(tanh),
+    SLEEF10_SYMS(erf), SLEEF10_SYMS(sin), SLEEF10_SYMS(cos),
+    SLEEF35_SYMS(log), SLEEF35_SYMS(tanh), SLEEF35_SYMS(sin),
+    SLEEF35_SYMS(cos), MVEC_SYMS(exp),    MVEC_SYMS(log),
+    MVEC_SYMS(tanh),   MVEC_SYMS(erf),    MVEC_SYMS(sin),
+    MVEC_SYMS(cos),    {"lm_rt_scratch", (void *)lm_rt_scratch},
 };
 
 const lm_vmath_sym *lm_vmath_symbols(int *n) {
@@ -34,23 +76,198 @@ const lm_vmath_sym *lm_vmath_symbols(int *n) {
   return table;
 }
 
-const char *lm_vmath_name(lm_op op, lm_dtype t, int w, lm_isa isa) {
-  (void)isa;
-  const char *fn;
+static const char *const math_names[LM_MATH__COUNT] = {"sleef-u10", "sleef-u35",
+                                                       "mvec", "ir"};
+
+const char *lm_math_name(lm_math m) {
+  return (unsigned)m < LM_MATH__COUNT ? math_names[m] : "?";
+}
+
+int lm_math_lookup(const char *name) {
+  for (int i = 0; i < LM_MATH__COUNT; i++)
+    if (strcmp(math_names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+static const char *fn_name(lm_op op) {
   switch (op) {
-  case LM_OP_EXP: fn = "exp"; break;
-  case LM_OP_LOG: fn = "log"; break;
-  case LM_OP_TANH: fn = "tanh"; break;
-  case LM_OP_ERF: fn = "erf"; break;
-  case LM_OP_SIN: fn = "sin"; break;
-  case LM_OP_COS: fn = "cos"; break;
+  case LM_OP_EXP: return "exp";
+  case LM_OP_LOG: return "log";
+  case LM_OP_TANH: return "tanh";
+  case LM_OP_ERF: return "erf";
+  case LM_OP_SIN: return "sin";
+  case LM_OP_COS: return "cos";
   default: return NULL;
   }
+}
+
+lm_op lm_vmath_routine(lm_op op) {
+  return op == LM_OP_SIGMOID ? LM_OP_EXP : fn_name(op) ? op : LM_OP__COUNT;
+}
+
+/* The declared bounds.  ulp: the largest error in units in the last place
+ * of the FP64 result rounded to the type; abs: the largest absolute
+ * error; both over [lo, hi] (the domain where the declaration holds; the
+ * whole line where the routine is right everywhere, overflow and
+ * underflow included).  SLEEF's are its documented 1.0 and 3.5 ULP;
+ * libmvec's and lanemap's own are what tests/test_vmath.c measured on this
+ * project's Intel Xeon host, rounded up (docs/backend.md "Vector math"
+ * lists the measured figures). */
+typedef struct decl {
+  lm_math m;
+  lm_op op;
+  lm_dtype t;
+  lm_vmath_bound b;
+} decl;
+
+#define ALL -INFINITY, INFINITY
+static const decl decls[] = {
+    /* SLEEF u10: 1.0 ULP by its documentation, everywhere; this test's
+     * ULP (of the exact result rounded to the type) measures tanh at just
+     * above 1.0 near 0, so 1.1 is declared */
+    {LM_MATH_SLEEF, LM_OP_EXP, LM_F32, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_LOG, LM_F32, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_TANH, LM_F32, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_ERF, LM_F32, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_SIN, LM_F32, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_COS, LM_F32, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_EXP, LM_F64, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_LOG, LM_F64, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_TANH, LM_F64, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_ERF, LM_F64, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_SIN, LM_F64, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_COS, LM_F64, {ALL, 1.1, 0}},
+    /* SLEEF u35: 3.5 ULP; its f32 sin and cos only up to |x| = 125 * pi
+     * (larger arguments lose the range reduction's accuracy) */
+    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F32, {ALL, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F32, {ALL, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_SIN, LM_F32, {-392.0, 392.0, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_COS, LM_F32, {-392.0, 392.0, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F64, {ALL, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F64, {ALL, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_SIN, LM_F64, {-1e14, 1e14, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_COS, LM_F64, {-1e14, 1e14, 3.5, 0}},
+    /* glibc libmvec 2.36: 4 ULP by glibc's documentation of the vector
+     * functions; measured up to 4.00 (f32 erf, AVX-512), 4.5 declared */
+    {LM_MATH_MVEC, LM_OP_EXP, LM_F32, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_LOG, LM_F32, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_TANH, LM_F32, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_ERF, LM_F32, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_SIN, LM_F32, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_COS, LM_F32, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_EXP, LM_F64, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_LOG, LM_F64, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_TANH, LM_F64, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_ERF, LM_F64, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_SIN, LM_F64, {ALL, 4.5, 0}},
+    {LM_MATH_MVEC, LM_OP_COS, LM_F64, {ALL, 4.5, 0}},
+    /* lanemap's IR routines: measured on x86-64-v2/v3/v4 (exp 1.18, log
+     * 1.94, tanh 1.93 and 6.44 for f64 ULP; erf 3.2e-7 absolute, the
+     * Abramowitz-Stegun form's 1.5e-7 plus f32 rounding), everywhere */
+    {LM_MATH_IR, LM_OP_EXP, LM_F32, {ALL, 1.5, 0}},
+    {LM_MATH_IR, LM_OP_LOG, LM_F32, {ALL, 2.5, 0}},
+    {LM_MATH_IR, LM_OP_TANH, LM_F32, {ALL, 2.5, 0}},
+    {LM_MATH_IR, LM_OP_ERF, LM_F32, {ALL, 0, 4e-7}},
+    {LM_MATH_IR, LM_OP_EXP, LM_F64, {ALL, 1.5, 0}},
+    {LM_MATH_IR, LM_OP_LOG, LM_F64, {ALL, 2.5, 0}},
+    {LM_MATH_IR, LM_OP_TANH, LM_F64, {ALL, 8, 0}},
+    {LM_MATH_IR, LM_OP_ERF, LM_F64, {ALL, 0, 4e-7}},
+};
+
+int lm_vmath_bound_of(lm_math m, lm_op op, lm_dtype t, lm_vmath_bound *out) {
+  op = lm_vmath_routine(op);
+  for (size_t i = 0; i < sizeof decls / sizeof decls[0]; i++)
+    if (decls[i].m == m && decls[i].op == op && decls[i].t == t) {
+      if (out)
+        *out = decls[i].b;
+      return 1;
+    }
+  return 0;
+}
+
+double lm_vmath_tol_share(const lm_vmath_bound *b, lm_dtype t) {
+  double eps = t == LM_F64 ? DBL_EPSILON : FLT_EPSILON; /* 2^-52, 2^-23 */
+  /* |err| <= ulp * eps * |want| is at most ulp * eps / rtol of the
+   * tolerance atol + rtol * |want|; |err| <= abs at most abs / atol */
+  double by_ulp = b->ulp > 0 ? b->ulp * eps / lm_oracle_rtol(t) : INFINITY;
+  double by_abs = b->abs > 0 ? b->abs / lm_oracle_atol(t) : INFINITY;
+  return fmin(by_ulp, by_abs);
+}
+
+lm_status lm_vmath_check(const lm_kernel *k, lm_math m, lm_error *err) {
+  if ((unsigned)m >= LM_MATH__COUNT)
+    return lm_error_set(err, LM_EINPUT, "unknown math provider %d", (int)m);
+  int calls = 0;
+  for (int i = 0; i < k->nnodes; i++)
+    calls += lm_vmath_routine(k->nodes[i].op) != LM_OP__COUNT;
+  if (!calls)
+    return m == LM_MATH_SLEEF
+               ? LM_OK
+               : lm_error_set(err, LM_EINPUT,
+                              "kernel %s calls no vector math: math does not "
+                              "apply",
+                              k->name);
+  double *lo = malloc(sizeof *lo * (size_t)k->nnodes * 2);
+  if (!lo)
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  double *hi = lo + k->nnodes;
+  lm_kernel_ranges(k, lo, hi);
+  lm_status s = LM_OK;
+  for (int i = 0; i < k->nnodes && s == LM_OK; i++) {
+    const lm_node *n = &k->nodes[i];
+    lm_op op = lm_vmath_routine(n->op);
+    if (op == LM_OP__COUNT)
+      continue;
+    lm_vmath_bound b;
+    if (!lm_vmath_bound_of(m, op, n->dtype, &b)) {
+      s = lm_error_set(err, LM_EINPUT,
+                       "math=%s has no %s %s routine (kernel %s, %d:%d)",
+                       lm_math_name(m), lm_dtype_name(n->dtype), fn_name(op),
+                       k->name, n->loc.line, n->loc.col);
+      break;
+    }
+    /* the argument: sigmoid calls exp(-a) */
+    double alo = lo[n->a], ahi = hi[n->a];
+    if (n->op == LM_OP_SIGMOID)
+      alo = -hi[n->a], ahi = -lo[n->a];
+    if (alo < b.lo || ahi > b.hi) {
+      s = lm_error_set(err, LM_EINPUT,
+                       "math=%s: %s's argument is in [%.3g, %.3g] (kernel %s, "
+                       "%d:%d), outside [%.3g, %.3g] where its error bound "
+                       "holds",
+                       lm_math_name(m), fn_name(op), alo, ahi, k->name,
+                       n->loc.line, n->loc.col, b.lo, b.hi);
+      break;
+    }
+    double share = lm_vmath_tol_share(&b, n->dtype);
+    if (share > LM_VMATH_TOL_SHARE)
+      s = lm_error_set(err, LM_EINPUT,
+                       "math=%s: %s %s's error bound (%.3g ULP, %.3g absolute) "
+                       "is %.3g of the oracle's %s tolerance, more than %.3g "
+                       "(kernel %s, %d:%d)",
+                       lm_math_name(m), lm_dtype_name(n->dtype), fn_name(op),
+                       b.ulp, b.abs, share, lm_dtype_name(n->dtype),
+                       LM_VMATH_TOL_SHARE, k->name, n->loc.line, n->loc.col);
+  }
+  free(lo);
+  return s;
+}
+
+const char *lm_vmath_name(lm_math m, lm_op op, lm_dtype t, int w) {
+  const char *fn = fn_name(op);
+  if (!fn || m == LM_MATH_IR || !lm_vmath_bound_of(m, op, t, NULL))
+    return NULL;
   int bytes = w * (t == LM_F64 ? 8 : 4);
-  const char *sfx = bytes == 64 ? "avx512f" : bytes == 32 ? "avx2" : "sse4";
   static _Thread_local char name[64];
-  snprintf(name, sizeof name, "Sleef_%s%c%d_u10%s", fn, t == LM_F64 ? 'd' : 'f',
-           w, sfx);
+  if (m == LM_MATH_MVEC) /* the vector-function ABI: b SSE, d AVX2, e AVX-512 */
+    snprintf(name, sizeof name, "_ZGV%cN%dv_%s%s",
+             bytes == 64 ? 'e' : bytes == 32 ? 'd' : 'b', w, fn,
+             t == LM_F64 ? "" : "f");
+  else
+    snprintf(name, sizeof name, "Sleef_%s%c%d_%s%s", fn,
+             t == LM_F64 ? 'd' : 'f', w, m == LM_MATH_SLEEF35 ? "u35" : "u10",
+             bytes == 64 ? "avx512f" : bytes == 32 ? "avx2" : "sse4");
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, name) == 0)
       return table[i].name;

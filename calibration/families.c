@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/backend.h"
 #include "lanemap/calibrate.h"
 
 /* Sources.  %s-free: the variant carries the mapping. */
@@ -216,6 +217,24 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     add(&l, ops[i].name, i < 3 ? "divsqrt" : i < 9 ? "math" : "alu", ops[i].src,
         local, rows_for(c->l1 / 3, 256, 2, W), 256);
+
+  /* the other math providers' routines, on the same sizes: one term each
+   * (exp_mvec prices vexp_mvec, ...) */
+  static const struct {
+    const char *name, *src;
+    lm_op op;
+  } fns[] = {{"exp", src_exp, LM_OP_EXP},    {"erf", src_erf, LM_OP_ERF},
+             {"tanh", src_tanh, LM_OP_TANH}, {"log", src_log, LM_OP_LOG},
+             {"sin", src_sin, LM_OP_SIN}};
+  for (int mp = LM_MATH_SLEEF + 1; mp < LM_MATH__COUNT; mp++)
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+      if (!lm_vmath_bound_of(mp, fns[i].op, LM_F32, NULL))
+        continue;
+      snprintf(m, sizeof m, "w%d/l%d/math=%s/t1", W, W, lm_math_name(mp));
+      snprintf(name, sizeof name, "%s_%s", fns[i].name, lm_math_name(mp));
+      add(&l, name, "math", fns[i].src, m, rows_for(c->l1 / 3, 256, 2, W),
+          256);
+    }
 
   /* loop and task overhead: tiny rows, many of them */
   add(&l, "loop_local_c1", "loop", src_copy, local, 8192, 1);

@@ -46,9 +46,7 @@ typedef struct lm_cost_counts {
 } lm_cost_counts;
 
 #define LM_COST_NWIDE_INS 10
-#define LM_COST_NWIDE_CALLS 5
 extern const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS];
-extern const lm_term lm_cost_wide_calls[LM_COST_NWIDE_CALLS];
 
 /* Shape-independent counts of k x v (checks the variant's legality). */
 lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,

@@ -99,21 +99,39 @@ static int is_float_op(const lm_node *nd) {
   return nd->dtype == LM_F32 || nd->dtype == LM_F64;
 }
 
+int lm_term_math(lm_math m, lm_op op) {
+  /* rows: lm_math; columns: exp, log, tanh, erf, sin/cos */
+  static const int t[LM_MATH__COUNT][5] = {
+      {LM_T_VEXP, LM_T_VLOG, LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS},
+      {-1, LM_T_VLOG35, LM_T_VTANH35, -1, LM_T_VSINCOS35},
+      {LM_T_VEXPMV, LM_T_VLOGMV, LM_T_VTANHMV, LM_T_VERFMV, LM_T_VSINCOSMV},
+      {LM_T_VEXPIR, LM_T_VLOGIR, LM_T_VTANHIR, LM_T_VERFIR, -1},
+  };
+  int col = op == LM_OP_EXP || op == LM_OP_SIGMOID ? 0
+            : op == LM_OP_LOG                      ? 1
+            : op == LM_OP_TANH                     ? 2
+            : op == LM_OP_ERF                      ? 3
+            : op == LM_OP_SIN || op == LM_OP_COS   ? 4
+                                                   : -1;
+  return (unsigned)m < LM_MATH__COUNT && col >= 0 ? t[m][col] : -1;
+}
+
 static void op_cost(Cx *c, const lm_node *nd) {
   double *n = c->n;
   double calls = lm_sched_math_calls(c->s, nd->dtype);
+  int mt = lm_term_math(c->s->v->math, nd->op);
   switch (nd->op) {
   case LM_OP_DIV: /* the divider is lane-throughput bound: count lanes */
   case LM_OP_SQRT: n[LM_T_VDIV] += c->W; break;
   case LM_OP_RSQRT: n[LM_T_VDIV] += 2 * c->W; break;
-  case LM_OP_EXP: n[LM_T_VEXP] += calls; break;
-  case LM_OP_LOG: n[LM_T_VLOG] += calls; break;
-  case LM_OP_TANH: n[LM_T_VTANH] += calls; break;
-  case LM_OP_ERF: n[LM_T_VERF] += calls; break;
+  case LM_OP_EXP:
+  case LM_OP_LOG:
+  case LM_OP_TANH:
+  case LM_OP_ERF:
   case LM_OP_SIN:
-  case LM_OP_COS: n[LM_T_VSINCOS] += calls; break;
+  case LM_OP_COS: n[mt] += calls; break;
   case LM_OP_SIGMOID:
-    n[LM_T_VEXP] += calls, n[LM_T_VDIV] += c->W, n[LM_T_VOP] += 2;
+    n[mt] += calls, n[LM_T_VDIV] += c->W, n[LM_T_VOP] += 2;
     break;
   case LM_OP_POWI: {
     int e = abs(nd->ipow), m = 0;
@@ -516,12 +534,11 @@ void lm_cost_counts_bytes(const lm_cost_counts *pl, const lm_shape *s, const lm_
   *footprint_out = (double)footprint;
 }
 
-/* The 512-bit code's instructions and math calls (wide512, wide_call). */
+/* The 512-bit code's instructions (wide512); its math calls, every
+ * provider's, are priced by wide_call. */
 const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS] = {
     LM_T_VOP,      LM_T_VLOAD,    LM_T_VSTORE, LM_T_SEGLOAD, LM_T_SEGSTORE,
     LM_T_MASKLOAD, LM_T_MASKSTORE, LM_T_BLEND, LM_T_SHUFFLE, LM_T_HRED};
-const lm_term lm_cost_wide_calls[LM_COST_NWIDE_CALLS] = {LM_T_VEXP, LM_T_VLOG, LM_T_VTANH,
-                                                         LM_T_VERF, LM_T_VSINCOS};
 
 void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
                        const lm_caches *caches, const lm_rowstats *rows,
@@ -548,8 +565,8 @@ void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
   if (pl->wide) {
     for (int i = 0; i < LM_COST_NWIDE_INS; i++)
       n[LM_T_WIDE] += n[lm_cost_wide_ins[i]];
-    for (int i = 0; i < LM_COST_NWIDE_CALLS; i++)
-      n[LM_T_WCALL] += n[lm_cost_wide_calls[i]];
+    for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
+      n[LM_T_WCALL] += n[t];
   }
   out->steps_main = Pf * st.full * pl->nloops;
   out->steps_tail = (Pf * st.tail + (P - Pf) * S) * pl->nloops;

@@ -163,8 +163,8 @@ static void fast_of(const lm_coefs *c, const lm_cost_counts *pl, int workers, Fa
   if (pl->wide) {
     for (int i = 0; i < LM_COST_NWIDE_INS; i++)
       eff[lm_cost_wide_ins[i]] += c->theta[LM_T_WIDE];
-    for (int i = 0; i < LM_COST_NWIDE_CALLS; i++)
-      eff[lm_cost_wide_calls[i]] += c->theta[LM_T_WCALL];
+    for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
+      eff[t] += c->theta[LM_T_WCALL];
   }
   memset(f, 0, sizeof *f);
   for (int t = 0; t < LM_T__COUNT; t++) {

@@ -215,13 +215,12 @@ void lm_eval_kernel_free(lm_eval_kernel *ek) {
  * else. */
 static double roofline_ns(const lm_coefs *c, const lm_features *f,
                           const lm_variant *v) {
-  static const lm_term arith[] = {LM_T_VOP,   LM_T_VDIV, LM_T_VEXP,   LM_T_VLOG,
-                                  LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS};
   (void)v; /* the split's busiest share is in the features */
   double par = f->par >= 1 ? f->par : 1;
-  double comp = 0, mem = 0;
-  for (size_t i = 0; i < sizeof arith / sizeof *arith; i++)
-    comp += c->theta[arith[i]] * f->n[arith[i]];
+  double mem = 0, comp = c->theta[LM_T_VOP] * f->n[LM_T_VOP] +
+                c->theta[LM_T_VDIV] * f->n[LM_T_VDIV];
+  for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
+    comp += c->theta[t] * f->n[t];
   for (int t = LM_T_FIRST_MEM; t < LM_T__COUNT; t++)
     mem += c->theta[t] * f->n[t] / (t == LM_T_B_DRAM ? 1 : par);
   comp /= par;
@@ -465,27 +464,39 @@ void lm_eval_split_first(const lm_eval_case *c, const lm_variant *vs,
       rank += c->v[j].verified != 0 &&
               (c->v[j].predicted < c->v[i].predicted ||
                (c->v[j].predicted == c->v[i].predicted && j < i));
-    in[i] = all_splits || vs[i].workers == 1 ||
-            vs[i].split != LM_SPLIT_DYNAMIC || c->v[i].near_tie ||
-            rank < budget;
+    in[i] = all_splits || c->v[i].near_tie || rank < budget ||
+            ((vs[i].workers == 1 || vs[i].split != LM_SPLIT_DYNAMIC) &&
+             vs[i].math == LM_MATH_SLEEF);
     for (int p = 0; p < LM_POLICY__COUNT; p++)
       in[i] |= p != LM_POLICY_RANDOM && c->choice[p] == i;
   }
 }
 
-int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
-                         const unsigned char *first, unsigned char *second) {
-  int top[LM_EVALUATE_SPLIT_TOP], ntop = 0, n = 0;
+/* The same mapping apart from the math provider. */
+static int same_mapping(const lm_variant *a, const lm_variant *b) {
+  lm_variant x = *a;
+  x.math = b->math;
+  return lm_variant_same_code(&x, b);
+}
+
+/* The LM_EVALUATE_SPLIT_TOP fastest first-round variants (parallel ones
+ * only if `parallel`), one per code variant (per mapping when `mapping`)
+ * and worker count, into top; returns how many. */
+static int fastest(const lm_eval_case *c, const lm_variant *vs,
+                   const unsigned char *first, int parallel, int mapping,
+                   int *top) {
+  int ntop = 0;
   for (int k = 0; k < LM_EVALUATE_SPLIT_TOP; k++) {
     int b = -1;
     for (int i = 0; i < c->nvariants; i++) {
       int seen = 0;
       for (int j = 0; j < ntop; j++)
         seen |= vs[i].workers == vs[top[j]].workers &&
-                lm_variant_same_code(&vs[i], &vs[top[j]]);
+                (mapping ? same_mapping(&vs[i], &vs[top[j]])
+                         : lm_variant_same_code(&vs[i], &vs[top[j]]));
       const lm_eval_variant *v = &c->v[i];
-      if (!seen && vs[i].workers > 1 && first[i] && !v->contended &&
-          v->verified == 1 && isfinite(v->measured) &&
+      if (!seen && (!parallel || vs[i].workers > 1) && first[i] &&
+          !v->contended && v->verified == 1 && isfinite(v->measured) &&
           (b < 0 || v->measured < c->v[b].measured))
         b = i;
     }
@@ -493,11 +504,27 @@ int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
       break;
     top[ntop++] = b;
   }
+  return ntop;
+}
+
+int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
+                         const unsigned char *first, unsigned char *second) {
+  int par[LM_EVALUATE_SPLIT_TOP], any[LM_EVALUATE_SPLIT_TOP], n = 0;
+  int npar = fastest(c, vs, first, 1, 0, par);
+  int nany = fastest(c, vs, first, 0, 1, any);
   for (int i = 0; i < c->nvariants; i++) {
     second[i] = 0;
-    for (int j = 0; j < ntop && !first[i]; j++)
-      second[i] |= vs[i].workers == vs[top[j]].workers &&
-                   lm_variant_same_code(&vs[i], &vs[top[j]]);
+    /* the dynK splits of the fastest parallel code variants */
+    for (int j = 0; j < npar && !first[i]; j++)
+      second[i] |= vs[i].workers == vs[par[j]].workers &&
+                   lm_variant_same_code(&vs[i], &vs[par[j]]);
+    /* the other math providers of the fastest mappings, same split */
+    for (int j = 0; j < nany && !first[i]; j++)
+      second[i] |= vs[i].workers == vs[any[j]].workers &&
+                   vs[i].split == vs[any[j]].split &&
+                   vs[i].per_worker == vs[any[j]].per_worker &&
+                   vs[i].grain == vs[any[j]].grain &&
+                   same_mapping(&vs[i], &vs[any[j]]);
     n += second[i];
   }
   return n;

@@ -42,6 +42,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ir/frontend.h"
 
@@ -320,17 +321,37 @@ static int divides_by_zero_range(const lm_node *n, const rng *v) {
   }
 }
 
+/* The range of node i from its operands' (v[0..i-1]). */
+static rng value_range(const lm_kernel *k, const rng *v, int i) {
+  rng r = node_range(k, v, i);
+  if (isnan(r.lo) || isnan(r.hi))
+    r = whole;
+  if (k->nodes[i].dtype == LM_I32 && !(r.lo >= INT32_MIN && r.hi <= INT32_MAX))
+    r = (rng){INT32_MIN, INT32_MAX}; /* i32 arithmetic wraps */
+  return r;
+}
+
+void lm_kernel_ranges(const lm_kernel *k, double *lo, double *hi) {
+  rng *v = malloc((size_t)(k->nnodes ? k->nnodes : 1) * sizeof *v);
+  if (!v) { /* no bound is known */
+    for (int i = 0; i < k->nnodes; i++)
+      lo[i] = -INFINITY, hi[i] = INFINITY;
+    return;
+  }
+  for (int i = 0; i < k->nnodes; i++) {
+    v[i] = value_range(k, v, i);
+    lo[i] = v[i].lo, hi[i] = v[i].hi;
+  }
+  free(v);
+}
+
 void lm_fe_ranges(lm_fe *fe) {
   const lm_kernel *k = fe->k;
   rng *v = lm_arena_alloc(fe->arena,
                           (size_t)(k->nnodes ? k->nnodes : 1) * sizeof *v);
   for (int i = 0; i < k->nnodes; i++) {
     const lm_node *n = &k->nodes[i];
-    rng r = node_range(k, v, i);
-    if (isnan(r.lo) || isnan(r.hi))
-      r = whole;
-    if (n->dtype == LM_I32 && !(r.lo >= INT32_MIN && r.hi <= INT32_MAX))
-      r = (rng){INT32_MIN, INT32_MAX}; /* i32 arithmetic wraps */
+    rng r = value_range(k, v, i);
     v[i] = r;
     if (n->dtype != LM_F32 || !can_overflow(n) || !operands_bounded(n, v) ||
         divides_by_zero_range(n, v))

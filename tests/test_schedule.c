@@ -61,7 +61,7 @@ static lm_variant *variants_of(const lm_kernel *k, lm_isa isa, int *n) {
 
 typedef struct Pair {
   const char *what;
-  lm_term terms[5];
+  lm_term terms[LM_T_LAST_MATH - LM_T_FIRST_MATH + 1];
   int nterms;
   size_t field; /* offset in lm_part_counts */
 } Pair;
@@ -78,7 +78,13 @@ static const Pair pairs[] = {
     {"scattered lanes", {LM_T_SCATTER}, 1, F(scatter)},
     {"blended stores", {LM_T_BLEND}, 1, F(blend)},
     {"steps", {LM_T_STEP, LM_T_MSTEP}, 2, F(steps)},
-    {"math calls", {LM_T_VEXP, LM_T_VLOG, LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS}, 5, F(math_calls)},
+    {"math calls",
+     {LM_T_VEXP, LM_T_VLOG, LM_T_VTANH, LM_T_VERF, LM_T_VSINCOS, LM_T_VLOG35,
+      LM_T_VTANH35, LM_T_VSINCOS35, LM_T_VEXPMV, LM_T_VLOGMV, LM_T_VTANHMV,
+      LM_T_VERFMV, LM_T_VSINCOSMV, LM_T_VEXPIR, LM_T_VLOGIR, LM_T_VTANHIR,
+      LM_T_VERFIR},
+     LM_T_LAST_MATH - LM_T_FIRST_MATH + 1,
+     F(math_calls)},
     {"division lanes", {LM_T_VDIV}, 1, F(div_lanes)},
 };
 #undef F

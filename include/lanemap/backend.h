@@ -134,6 +134,35 @@ lm_status lm_time_variants(lm_keep const lm_kernel *k,
 /* Thread-local scratch for private arrays, used by generated code. */
 void *lm_rt_scratch(int64_t bytes);
 
+/* Vector math providers (docs/backend.md "Vector math").  The declared
+ * error bound of a provider's routine: over [lo, hi] its error is at most
+ * `ulp` units in the last place (0: not declared) and at most `abs`
+ * absolutely (0: not declared).  tests/test_vmath.c measures every routine
+ * against FP64 and fails when one exceeds its declaration. */
+typedef struct lm_vmath_bound {
+  double lo, hi;
+  double ulp, abs;
+} lm_vmath_bound;
+/* The routine behind a math operation (sigmoid calls exp), or
+ * LM_OP__COUNT for an operation that calls none. */
+lm_op lm_vmath_routine(lm_op op);
+/* 1 and *out (may be NULL) if provider m has op's routine for type t. */
+int lm_vmath_bound_of(lm_math m, lm_op op, lm_dtype t, lm_vmath_bound *out);
+/* The largest share of the oracle's tolerance (atol + rtol*|want| for t)
+ * that an error within the bound can use. */
+double lm_vmath_tol_share(const lm_vmath_bound *b, lm_dtype t);
+/* A provider is legal for a kernel only if its error bound uses at most
+ * this share of the oracle's tolerance: the rest is left to the kernel's
+ * own arithmetic, which may amplify the routine's error (a named default,
+ * a 64x margin). */
+#define LM_VMATH_TOL_SHARE (1.0 / 64)
+/* Legality of provider m for k: LM_OK, or LM_EINPUT with the reason (a
+ * missing routine, an argument range outside the routine's domain, a
+ * bound too large for the tolerance, or math on a kernel without any). */
+lm_status lm_vmath_check(const lm_kernel *k, lm_math m, lm_error *err);
+/* "sleef-u10" -> LM_MATH_SLEEF ...; -1 if unknown. */
+int lm_math_lookup(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,11 +21,23 @@ extern "C" {
 #define LM_TERMS(X)                                                             \
   X(VOP, "vop", "vector ALU operations (add, mul, fma, compare, select, cast)") \
   X(VDIV, "vdiv", "lanes of vector divisions and square roots")                          \
-  X(VEXP, "vexp", "vector exp calls (SLEEF; also inside sigmoid)")              \
-  X(VLOG, "vlog", "vector log calls")                                           \
-  X(VTANH, "vtanh", "vector tanh calls")                                        \
-  X(VERF, "verf", "vector erf calls")                                           \
-  X(VSINCOS, "vsincos", "vector sin and cos calls")                             \
+  X(VEXP, "vexp", "vector exp calls, sleef-u10 (also inside sigmoid)")        \
+  X(VLOG, "vlog", "vector log calls, sleef-u10")                                \
+  X(VTANH, "vtanh", "vector tanh calls, sleef-u10")                             \
+  X(VERF, "verf", "vector erf calls, sleef-u10")                                \
+  X(VSINCOS, "vsincos", "vector sin and cos calls, sleef-u10")                  \
+  X(VLOG35, "vlog_u35", "vector log calls, sleef-u35")                          \
+  X(VTANH35, "vtanh_u35", "vector tanh calls, sleef-u35")                       \
+  X(VSINCOS35, "vsincos_u35", "vector sin and cos calls, sleef-u35")            \
+  X(VEXPMV, "vexp_mvec", "vector exp calls, libmvec")                           \
+  X(VLOGMV, "vlog_mvec", "vector log calls, libmvec")                           \
+  X(VTANHMV, "vtanh_mvec", "vector tanh calls, libmvec")                        \
+  X(VERFMV, "verf_mvec", "vector erf calls, libmvec")                           \
+  X(VSINCOSMV, "vsincos_mvec", "vector sin and cos calls, libmvec")             \
+  X(VEXPIR, "vexp_ir", "inline vector exp routines (math=ir)")                 \
+  X(VLOGIR, "vlog_ir", "inline vector log routines (math=ir)")                 \
+  X(VTANHIR, "vtanh_ir", "inline vector tanh routines (math=ir)")              \
+  X(VERFIR, "verf_ir", "inline vector erf routines (math=ir)")                 \
   X(VLOAD, "vload", "contiguous vector loads (global and private slots)")       \
   X(VSTORE, "vstore", "contiguous vector stores")                               \
   X(SEGLOAD, "segload", "segment loads of L < W lanes (partial packets)")       \
@@ -57,6 +69,13 @@ typedef enum lm_term {
 #undef ENUM
   LM_T__COUNT
 } lm_term;
+
+/* The vector math terms: one per provider and routine, contiguous. */
+#define LM_T_FIRST_MATH LM_T_VEXP
+#define LM_T_LAST_MATH LM_T_VERFIR
+/* The term of provider m's routine for math op (exp, log, tanh, erf, sin,
+ * cos; sigmoid is exp), or -1 if m has no such routine. */
+int lm_term_math(lm_math m, lm_op op);
 
 /* Bytes served by L1 have no term of their own: at L1 a byte costs its
  * load or store operation, which vload/vstore/gather_elem already count

@@ -359,14 +359,17 @@ typedef struct lm_eval_opts {
 #define LM_REGRET_THREADS 0.03
 
 /* The oracle's split pruning.  Every split of every code variant would
- * triple a case's entries (five splits per worker count above one), so a
- * case is screened in two rounds.  The first times every variant with one
- * worker, every variant whose split is not dynK (static, and any gG), every
- * policy's pick, the model's 20 best among the verified variants (the
- * largest autotuning budget) and its near ties.  The second times the dynK
- * splits of the LM_EVALUATE_SPLIT_TOP code variants whose parallel
- * variants screened fastest in the first.  The rest are verified but never
- * timed (measured NAN).  docs/evaluation.md ("Split pruning") has the
+ * triple a case's entries (five splits per worker count above one), and
+ * every math provider (up to four) multiplies them again, so a case is
+ * screened in two rounds.  The first times every variant with the default
+ * math provider (sleef-u10) whose split is not dynK (one worker, static,
+ * and any gG), every policy's pick, the model's 20 best among the verified
+ * variants (the largest autotuning budget) and its near ties.  The second
+ * times the dynK splits of the LM_EVALUATE_SPLIT_TOP code variants whose
+ * parallel variants screened fastest in the first, and the other math
+ * providers of the LM_EVALUATE_SPLIT_TOP fastest mappings (with their
+ * workers and split).  The rest are verified but never timed (measured
+ * NAN).  docs/evaluation.md ("Split pruning") has the
  * rule's check: run with all_splits (`--all-splits`) and the report counts
  * the cases whose best the rule would have pruned. */
 #define LM_EVALUATE_SPLIT_TOP 3
@@ -378,7 +381,8 @@ void lm_eval_split_first(const lm_eval_case *c, const lm_variant *vs,
 /* The second round, from the first round's screening times
  * (c->v[i].measured where first[i]): second[i] 1 for the dynK splits (not
  * in first) of the LM_EVALUATE_SPLIT_TOP fastest uncontended parallel code
- * variants.  Returns how many. */
+ * variants, and for the other math providers (not in first) of the
+ * LM_EVALUATE_SPLIT_TOP fastest uncontended mappings.  Returns how many. */
 int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
                          const unsigned char *first, unsigned char *second);
 

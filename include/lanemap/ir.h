@@ -193,6 +193,11 @@ lm_give char *lm_kernel_dump(lm_keep const lm_kernel *k);
  * that differ only in layout or comments hash alike.  out gets 16 lower-case
  * hex digits and a NUL. */
 void lm_kernel_hash(lm_keep const lm_kernel *k, char out[17]);
+/* The value range of every node (lo[i], hi[i], nnodes each), by the
+ * interval arithmetic the checker bounds overflow with, from the ranges
+ * the input generator draws from (docs/language.md "Value ranges").
+ * Unbounded values are [-inf, inf]. */
+void lm_kernel_ranges(lm_keep const lm_kernel *k, double *lo, double *hi);
 /* Structural equality of two kernels' IR (ignoring source locations). */
 int lm_kernel_equal(const lm_kernel *a, const lm_kernel *b);
 

@@ -1,12 +1,13 @@
 /* lanemap variants: one full mapping configuration of one kernel
  * (DESIGN.md §6), with a stable string form such as
  *
- *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/t2/dyn4
+ *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/math=mvec/t2/dyn4
  *
  * Fields appear in that order.  `glob` appears only when L < W, `phase`
  * only when the kernel has a tile reused after a reduction, `priv` only
- * with phase=snapshot, and the split (`static`, `dynK` or `gG`) only with
- * more than one worker.  Illegal combinations are rejected with a reason;
+ * with phase=snapshot, `math` only when the kernel calls vector math and
+ * the provider is not the default (sleef-u10), and the split (`static`,
+ * `dynK` or `gG`) only with more than one worker.  Illegal combinations are rejected with a reason;
  * they are never rewritten. */
 #ifndef LANEMAP_VARIANT_H
 #define LANEMAP_VARIANT_H
@@ -54,6 +55,19 @@ typedef enum lm_split {
   LM_SPLIT_DYNAMIC,   /* dynK: K equal chunks per worker, one claim each */
 } lm_split;
 
+/* Who provides the vector math routines (exp, log, tanh, erf, sin, cos)
+ * of a variant: docs/backend.md "Vector math".  One provider per variant;
+ * a provider without one of the kernel's routines is not legal for it. */
+typedef enum lm_math {
+  LM_MATH_SLEEF = 0, /* sleef-u10: SLEEF's 1.0-ULP routines (the default) */
+  LM_MATH_SLEEF35,   /* sleef-u35: SLEEF's 3.5-ULP routines (log, tanh, sin, cos) */
+  LM_MATH_MVEC,      /* mvec: glibc's libmvec (every routine) */
+  LM_MATH_IR,        /* ir: lanemap's own routines emitted inline as IR
+                        (exp, log, tanh, erf; range reduction + polynomial) */
+  LM_MATH__COUNT
+} lm_math;
+const char *lm_math_name(lm_math m); /* "sleef-u10", ... */
+
 /* The dynK values the enumeration offers (chunks per worker). */
 #define LM_SPLIT_DYN_MAX 1024
 
@@ -68,6 +82,7 @@ typedef struct lm_variant {
   int64_t grain; /* LM_SPLIT_GRAIN: instances per chunk, a multiple of w/l */
   lm_split split; /* workers > 1: how the rows are cut (0 with workers = 1) */
   int per_worker; /* LM_SPLIT_DYNAMIC: chunks per worker (K of dynK) */
+  lm_math math;   /* vector math provider (LM_MATH_SLEEF without math) */
 } lm_variant;
 
 #define LM_MAX_WORKERS 256
@@ -118,8 +133,10 @@ typedef struct lm_enum_opts {
   int grains[8];    /* gG splits, grains in packets (multiplied by w/l); 0 ends */
   int dynamic[8];   /* dynK splits, K chunks per worker; 0 ends */
   int split_static; /* 1: the static split */
+  unsigned maths;   /* bit m: offer provider m (kernels with vector math) */
 } lm_enum_opts;
-/* host, workers {1}; for t > 1: static and dyn2, dyn4, dyn8, dyn16, no gG */
+/* host, workers {1}; for t > 1: static and dyn2, dyn4, dyn8, dyn16, no gG;
+ * every math provider */
 void lm_enum_defaults(lm_enum_opts *o);
 
 /* All legal variants of k for the options, in a stable order.  *out is
