@@ -232,7 +232,7 @@ static void count_asm(const char *text, lm_counts *c) {
     if (starts(s, "vdiv") || starts(s, "vsqrt") || starts(s, "div") ||
         starts(s, "sqrt"))
       c->asm_div_sqrt++;
-    if (starts(s, "call") || starts(s, "jmp\tSleef"))
+    if (starts(s, "call") || starts(s, "jmp\tSleef") || starts(s, "jmp\t_ZGV"))
       c->asm_calls++;
     for (size_t i = 0; i < sizeof shuffles / sizeof shuffles[0]; i++)
       if (starts(s, shuffles[i])) {
@@ -533,7 +533,7 @@ static char *entry_header(const lm_kernel *k, const lm_variant *v, const char *s
     fprintf(f, " *   [%d] int64 dim %s\n", k->nparams + i, k->syms[i]);
   fprintf(f,
           " * Runs instances [first, first+count).  Link with liblanemap "
-          "(lm_rt_scratch, SLEEF). */\n"
+          "(lm_rt_scratch), SLEEF and -lm (libmvec). */\n"
           "#pragma once\n#include <stdint.h>\n"
           "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
           "void %s(const void *args, int64_t first, int64_t count);\n"

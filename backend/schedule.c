@@ -165,7 +165,10 @@ lm_priv lm_sched_priv(const lm_schedule *s, lm_dtype t, const char **why) {
 
 int lm_sched_math_lanes(const lm_schedule *s, lm_dtype t) {
   int esz = (int)lm_dtype_size(t);
-  int m = lm_isa_lanes(s->v->isa, t, 1);
+  /* the variant's register width: a ymm variant on x86-64-v4 (w8 for f32)
+   * calls 256-bit routines for its f64 math too */
+  int wide = s->W == lm_isa_lanes(s->v->isa, s->k->elem, 1);
+  int m = lm_isa_lanes(s->v->isa, t, wide);
   if (m > s->W)
     m = s->W;
   if (m * esz < 16)

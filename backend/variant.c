@@ -284,8 +284,9 @@ static int has_snap(const lm_kernel *k) {
   return 0;
 }
 
-lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
-                           lm_error *err) {
+/* Everything but the math provider. */
+static lm_status check_mapping(const lm_kernel *k, const lm_variant *v,
+                               lm_error *err) {
   if (check_fields(v, k->elem, err) != LM_OK)
     return LM_EINPUT;
   int snap = has_snap(k);
@@ -299,6 +300,13 @@ lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
                         "kernel %s reuses no tile after a reduction: phase "
                         "does not apply",
                         k->name);
+  return LM_OK;
+}
+
+lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
+                           lm_error *err) {
+  if (check_mapping(k, v, err) != LM_OK)
+    return LM_EINPUT;
   return lm_vmath_check(k, v->math, err);
 }
 
@@ -393,6 +401,16 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
   int widths[2] = {lm_isa_lanes(o->isa, k->elem, 1),
                    lm_isa_lanes(o->isa, k->elem, 0)};
   int nw = widths[1] != widths[0] ? 2 : 1;
+  /* the providers offered: bit m of o->maths and legal for k (the check
+   * does not depend on the mapping); a kernel without vector math has the
+   * default provider only, whatever the bits say */
+  int offer[LM_MATH__COUNT], calls = 0;
+  for (int i = 0; i < k->nnodes; i++)
+    calls += lm_vmath_routine(k->nodes[i].op) != LM_OP__COUNT;
+  for (int mp = 0; mp < LM_MATH__COUNT; mp++)
+    offer[mp] = calls ? (o->maths >> mp & 1) &&
+                            lm_vmath_check(k, (lm_math)mp, NULL) == LM_OK
+                      : mp == LM_MATH_SLEEF;
   for (int wi = 0; wi < nw; wi++) {
     int w = widths[wi];
     if (!legal_w(o->isa, k->elem, w))
@@ -406,20 +424,25 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
                pr <= (ph == LM_PHASE_SNAPSHOT ? LM_PRIV_MASKED : LM_PRIV_NONE);
                pr++)
             for (int mp = 0; mp < LM_MATH__COUNT; mp++)
-            for (int ti = 0; ti < 8 && o->workers[ti]; ti++) {
-              if (mp != LM_MATH_SLEEF && !(o->maths >> mp & 1))
-                break;
+            for (int ti = 0; offer[mp] && ti < 8 && o->workers[ti]; ti++) {
               int t = o->workers[ti];
               lm_variant sp[1 + 8 + 8]; /* static, dynamic[8], grains[8] */
               int ns = t > 1 ? splits_of(o, w / l, sp) : 1;
               if (t == 1)
                 sp[0] = (lm_variant){0};
               for (int si = 0; si < ns; si++) {
-                lm_variant v = {o->isa, w,           l,
-                                pr,     g,           ph,
-                                t,      sp[si].grain, sp[si].split,
-                                sp[si].per_worker,   mp};
-                if (lm_variant_check(k, &v, NULL) != LM_OK)
+                lm_variant v = {.isa = o->isa,
+                                .w = w,
+                                .l = l,
+                                .priv = pr,
+                                .glob = g,
+                                .phase = ph,
+                                .workers = t,
+                                .grain = sp[si].grain,
+                                .split = sp[si].split,
+                                .per_worker = sp[si].per_worker,
+                                .math = mp};
+                if (check_mapping(k, &v, NULL) != LM_OK)
                   continue;
                 if (n == cap)
                   vs = realloc(vs, sizeof *vs * (cap *= 2));

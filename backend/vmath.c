@@ -14,12 +14,18 @@
  * JIT as absolute symbols.
  *
  * Every routine has a declared error bound over a declared domain
- * (lm_vmath_bound), measured by tests/test_vmath.c against FP64 on 10^6
- * points per routine plus edge points; the test fails if a routine
+ * (lm_vmath_bound), measured by tests/test_vmath.c against libm's long
+ * double functions on 2^20 points per routine plus edge points; the test fails if a routine
  * exceeds its declaration.  A provider is legal for a kernel only if it
  * has every routine the kernel calls, each call's argument range (by the
  * checker's interval arithmetic) lies inside the routine's domain, and the
- * bound uses at most LM_VMATH_TOL_SHARE of the oracle's tolerance. */
+ * bound uses at most LM_VMATH_TOL_SHARE of the oracle's tolerance.  A
+ * provider other than the default must also keep every argument inside
+ * its routine's fast range (lm_vmath_bound.fast_lo/hi): libmvec falls back
+ * to scalar code for special inputs, and the cost terms are measured on
+ * the vector path.  The default provider is legal wherever its bound is:
+ * its own slow paths (SLEEF's large-argument reduction for sin and cos,
+ * subnormal results) are left unpriced. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -126,53 +132,58 @@ static const decl decls[] = {
     /* SLEEF u10: 1.0 ULP by its documentation, everywhere; this test's
      * ULP (of the exact result rounded to the type) measures tanh at just
      * above 1.0 near 0, so 1.1 is declared */
-    {LM_MATH_SLEEF, LM_OP_EXP, LM_F32, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_LOG, LM_F32, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_TANH, LM_F32, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_ERF, LM_F32, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_SIN, LM_F32, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_COS, LM_F32, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_EXP, LM_F64, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_LOG, LM_F64, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_TANH, LM_F64, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_ERF, LM_F64, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_SIN, LM_F64, {ALL, 1.1, 0}},
-    {LM_MATH_SLEEF, LM_OP_COS, LM_F64, {ALL, 1.1, 0}},
+    {LM_MATH_SLEEF, LM_OP_EXP, LM_F32, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_LOG, LM_F32, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_TANH, LM_F32, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_ERF, LM_F32, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_SIN, LM_F32, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_COS, LM_F32, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_EXP, LM_F64, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_LOG, LM_F64, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_TANH, LM_F64, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_ERF, LM_F64, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_SIN, LM_F64, {ALL, 1.1, 0, ALL}},
+    {LM_MATH_SLEEF, LM_OP_COS, LM_F64, {ALL, 1.1, 0, ALL}},
     /* SLEEF u35: 3.5 ULP; its f32 sin and cos only up to |x| = 125 * pi
      * (larger arguments lose the range reduction's accuracy) */
-    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F32, {ALL, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F32, {ALL, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_SIN, LM_F32, {-392.0, 392.0, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_COS, LM_F32, {-392.0, 392.0, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F64, {ALL, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F64, {ALL, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_SIN, LM_F64, {-1e14, 1e14, 3.5, 0}},
-    {LM_MATH_SLEEF35, LM_OP_COS, LM_F64, {-1e14, 1e14, 3.5, 0}},
+    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F32, {ALL, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F32, {ALL, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_SIN, LM_F32, {-392.0, 392.0, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_COS, LM_F32, {-392.0, 392.0, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F64, {ALL, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F64, {ALL, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_SIN, LM_F64, {-1e14, 1e14, 3.5, 0, ALL}},
+    {LM_MATH_SLEEF35, LM_OP_COS, LM_F64, {-1e14, 1e14, 3.5, 0, ALL}},
     /* glibc libmvec 2.36: 4 ULP by glibc's documentation of the vector
-     * functions; measured up to 4.00 (f32 erf, AVX-512), 4.5 declared */
-    {LM_MATH_MVEC, LM_OP_EXP, LM_F32, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_LOG, LM_F32, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_TANH, LM_F32, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_ERF, LM_F32, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_SIN, LM_F32, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_COS, LM_F32, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_EXP, LM_F64, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_LOG, LM_F64, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_TANH, LM_F64, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_ERF, LM_F64, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_SIN, LM_F64, {ALL, 4.5, 0}},
-    {LM_MATH_MVEC, LM_OP_COS, LM_F64, {ALL, 4.5, 0}},
+     * functions; measured up to 4.00 (f32 erf, AVX-512), 4.5 declared.
+     * Its fast ranges, measured with bench/vmath/run.sh: exp leaves its
+     * vector path where the result under- or overflows (2.8x slower than
+     * SLEEF u10 on [-200, -100]), log on subnormals (14x), sin and cos past
+     * |x| of a few thousand (fast at 3000, 4.5x slower than SLEEF at
+     * 20000); the f64 ranges are taken as the same thresholds */
+    {LM_MATH_MVEC, LM_OP_EXP, LM_F32, {ALL, 4.5, 0, -87.3, 88.7}},
+    {LM_MATH_MVEC, LM_OP_LOG, LM_F32, {ALL, 4.5, 0, 1.17549435e-38, 3.40282347e38}},
+    {LM_MATH_MVEC, LM_OP_TANH, LM_F32, {ALL, 4.5, 0, ALL}},
+    {LM_MATH_MVEC, LM_OP_ERF, LM_F32, {ALL, 4.5, 0, ALL}},
+    {LM_MATH_MVEC, LM_OP_SIN, LM_F32, {ALL, 4.5, 0, -3000.0, 3000.0}},
+    {LM_MATH_MVEC, LM_OP_COS, LM_F32, {ALL, 4.5, 0, -3000.0, 3000.0}},
+    {LM_MATH_MVEC, LM_OP_EXP, LM_F64, {ALL, 4.5, 0, -708.0, 709.0}},
+    {LM_MATH_MVEC, LM_OP_LOG, LM_F64, {ALL, 4.5, 0, 2.2250738585072014e-308, 1.7976931348623157e308}},
+    {LM_MATH_MVEC, LM_OP_TANH, LM_F64, {ALL, 4.5, 0, ALL}},
+    {LM_MATH_MVEC, LM_OP_ERF, LM_F64, {ALL, 4.5, 0, ALL}},
+    {LM_MATH_MVEC, LM_OP_SIN, LM_F64, {ALL, 4.5, 0, -3000.0, 3000.0}},
+    {LM_MATH_MVEC, LM_OP_COS, LM_F64, {ALL, 4.5, 0, -3000.0, 3000.0}},
     /* lanemap's IR routines: measured on x86-64-v2/v3/v4 (exp 1.18, log
      * 1.94, tanh 1.93 and 6.44 for f64 ULP; erf 3.2e-7 absolute, the
      * Abramowitz-Stegun form's 1.5e-7 plus f32 rounding), everywhere */
-    {LM_MATH_IR, LM_OP_EXP, LM_F32, {ALL, 1.5, 0}},
-    {LM_MATH_IR, LM_OP_LOG, LM_F32, {ALL, 2.5, 0}},
-    {LM_MATH_IR, LM_OP_TANH, LM_F32, {ALL, 2.5, 0}},
-    {LM_MATH_IR, LM_OP_ERF, LM_F32, {ALL, 0, 4e-7}},
-    {LM_MATH_IR, LM_OP_EXP, LM_F64, {ALL, 1.5, 0}},
-    {LM_MATH_IR, LM_OP_LOG, LM_F64, {ALL, 2.5, 0}},
-    {LM_MATH_IR, LM_OP_TANH, LM_F64, {ALL, 8, 0}},
-    {LM_MATH_IR, LM_OP_ERF, LM_F64, {ALL, 0, 4e-7}},
+    {LM_MATH_IR, LM_OP_EXP, LM_F32, {ALL, 1.5, 0, ALL}},
+    {LM_MATH_IR, LM_OP_LOG, LM_F32, {ALL, 2.5, 0, ALL}},
+    {LM_MATH_IR, LM_OP_TANH, LM_F32, {ALL, 2.5, 0, ALL}},
+    {LM_MATH_IR, LM_OP_ERF, LM_F32, {ALL, 0, 4e-7, ALL}},
+    {LM_MATH_IR, LM_OP_EXP, LM_F64, {ALL, 1.5, 0, ALL}},
+    {LM_MATH_IR, LM_OP_LOG, LM_F64, {ALL, 2.5, 0, ALL}},
+    {LM_MATH_IR, LM_OP_TANH, LM_F64, {ALL, 8, 0, ALL}},
+    {LM_MATH_IR, LM_OP_ERF, LM_F64, {ALL, 0, 4e-7, ALL}},
 };
 
 int lm_vmath_bound_of(lm_math m, lm_op op, lm_dtype t, lm_vmath_bound *out) {
@@ -238,6 +249,16 @@ lm_status lm_vmath_check(const lm_kernel *k, lm_math m, lm_error *err) {
                        "holds",
                        lm_math_name(m), fn_name(op), alo, ahi, k->name,
                        n->loc.line, n->loc.col, b.lo, b.hi);
+      break;
+    }
+    if (m != LM_MATH_SLEEF && (alo < b.fast_lo || ahi > b.fast_hi)) {
+      s = lm_error_set(err, LM_EINPUT,
+                       "math=%s: %s's argument is in [%.3g, %.3g] (kernel %s, "
+                       "%d:%d), outside [%.3g, %.3g] where the routine stays "
+                       "on its vector path (past it, it falls back to slower "
+                       "code, which no cost term prices)",
+                       lm_math_name(m), fn_name(op), alo, ahi, k->name,
+                       n->loc.line, n->loc.col, b.fast_lo, b.fast_hi);
       break;
     }
     double share = lm_vmath_tol_share(&b, n->dtype);

@@ -25,19 +25,15 @@ static const struct {
     {LM_T_VEXP, 20, "ns/call"},      {LM_T_VLOG, 25, "ns/call"},
     {LM_T_VTANH, 30, "ns/call"},     {LM_T_VERF, 25, "ns/call"},
     {LM_T_VSINCOS, 40, "ns/call"},   {LM_T_VLOAD, 0.5, "ns/op"},
-    /* the other providers' routines, by the ratio of their per-element
-     * times to SLEEF u10's in docs/backend.md ("Vector math", measured on
-     * an Intel Xeon): libmvec's and SLEEF u35's tanh about a third of u10's,
-     * libmvec's erf about a fifth, exp about the same; the inline routines
-     * by their instruction counts (a degree-7 polynomial and the scaling
-     * for exp, plus a division for log and tanh, two polynomials and a
-     * division for erf) */
-    {LM_T_VLOG35, 20, "ns/call"},    {LM_T_VTANH35, 12, "ns/call"},
-    {LM_T_VSINCOS35, 30, "ns/call"}, {LM_T_VEXPMV, 18, "ns/call"},
-    {LM_T_VLOGMV, 20, "ns/call"},    {LM_T_VTANHMV, 10, "ns/call"},
-    {LM_T_VERFMV, 12, "ns/call"},    {LM_T_VSINCOSMV, 30, "ns/call"},
-    {LM_T_VEXPIR, 12, "ns/call"},    {LM_T_VLOGIR, 20, "ns/call"},
-    {LM_T_VTANHIR, 20, "ns/call"},   {LM_T_VERFIR, 25, "ns/call"},
+    /* the other providers' routines: SLEEF u10's default times the ratio
+     * of the two fitted costs in one quick calibration on an Intel Xeon
+     * (docs/backend.md, "Vector math", the cost table) */
+    {LM_T_VLOG35, 11, "ns/call"},    {LM_T_VTANH35, 10.5, "ns/call"},
+    {LM_T_VSINCOS35, 15, "ns/call"}, {LM_T_VEXPMV, 20, "ns/call"},
+    {LM_T_VLOGMV, 13, "ns/call"},    {LM_T_VTANHMV, 6, "ns/call"},
+    {LM_T_VERFMV, 7.5, "ns/call"},   {LM_T_VSINCOSMV, 18, "ns/call"},
+    {LM_T_VEXPIR, 24, "ns/call"},    {LM_T_VLOGIR, 17, "ns/call"},
+    {LM_T_VTANHIR, 10, "ns/call"},   {LM_T_VERFIR, 9, "ns/call"},
     {LM_T_VSTORE, 1, "ns/op"},       {LM_T_SEGLOAD, 1, "ns/op"},
     {LM_T_SEGSTORE, 1, "ns/op"},     {LM_T_GATHER, 1, "ns/element"},
     {LM_T_SCATTER, 1.5, "ns/element"}, {LM_T_MASKLOAD, 1, "ns/op"},

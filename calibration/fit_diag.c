@@ -270,9 +270,10 @@ static lm_status lm_fit_design_svd(const lm_fit_ctx *c, const double *weight,
     for (int i = 0; i < m && norm > 0; i++)
       col[i] /= norm;
   }
-  lm_blas_one_thread();
+  int blas = lm_blas_begin();
   lapack_int info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', m, k, a, m, sv,
                                    NULL, 1, NULL, 1, superb);
+  lm_blas_end(blas);
   if (info != 0) {
     rc = lm_error_set(err, info < 0 ? LM_ESYS : LM_EFAIL,
                       "fit: dgesvd of the design failed (info %d)", (int)info);

@@ -26,7 +26,6 @@
 #include <float.h>
 #include <lapacke.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +38,7 @@
 
 struct lm_nnls_ws {
   int m, n;
+  int blas_prev; /* OpenBLAS's thread count before (lm_blas_begin) */
   double *as;    /* [m*n] sqrt(w) A, column-major, unit-norm columns */
   double *bw;    /* [m] sqrt(w) b */
   double *d;     /* [n] column norms of sqrt(w) A (1 for a zero column) */
@@ -57,6 +57,7 @@ struct lm_nnls_ws {
 void lm_nnls_ws_free(lm_nnls_ws *ws) {
   if (!ws)
     return;
+  lm_blas_end(ws->blas_prev);
   free(ws->as);
   free(ws->bw);
   free(ws->d);
@@ -76,16 +77,25 @@ void lm_nnls_ws_free(lm_nnls_ws *ws) {
 /* The fits are small (tens of terms, a few hundred rows): OpenBLAS's
  * threads would not pay, and its threads wait for each other by spinning
  * on sched_yield, which on a machine whose cores another process keeps busy
- * turned a 15 s quick calibration into 2 minutes.  One thread, set once. */
-static pthread_once_t one_thread = PTHREAD_ONCE_INIT;
-static void blas_one_thread(void) { openblas_set_num_threads(1); }
-void lm_blas_one_thread(void) { pthread_once(&one_thread, blas_one_thread); }
+ * turned an 18 s quick calibration into 2 minutes.  So a fit runs OpenBLAS
+ * on one thread and gives the program back its thread count afterwards (a
+ * Python host's numpy shares the same OpenBLAS). */
+int lm_blas_begin(void) {
+  int prev = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  return prev;
+}
+
+void lm_blas_end(int prev) {
+  if (prev > 1)
+    openblas_set_num_threads(prev);
+}
 
 lm_nnls_ws *lm_nnls_ws_new(int m, int n) {
-  lm_blas_one_thread();
   lm_nnls_ws *ws = calloc(1, sizeof *ws);
   if (!ws)
     return NULL;
+  ws->blas_prev = lm_blas_begin();
   size_t mn = (size_t)m * (size_t)n, big = (size_t)(m > n ? m : n);
   size_t small = (size_t)(m < n ? m : n);
   ws->m = m;

@@ -28,8 +28,10 @@ lm_status lm_nnls_solve(lm_nnls_ws *ws, const double *A, const double *b,
 lm_status lm_nnls_check(const char *who, int m, int n, const double *A,
                         const double *b, const double *w, lm_error *err);
 
-/* OpenBLAS on one thread for the whole process (nnls.c says why); every
- * fit calls it before its first BLAS or LAPACK call. */
-void lm_blas_one_thread(void);
+/* OpenBLAS on one thread during a fit (nnls.c says why): lm_blas_begin
+ * returns the program's thread count, lm_blas_end restores it.  A
+ * workspace (lm_nnls_ws_new .. _free) holds one such scope. */
+int lm_blas_begin(void);
+void lm_blas_end(int prev);
 
 #endif

@@ -518,12 +518,10 @@ int lm_eval_split_second(const lm_eval_case *c, const lm_variant *vs,
     for (int j = 0; j < npar && !first[i]; j++)
       second[i] |= vs[i].workers == vs[par[j]].workers &&
                    lm_variant_same_code(&vs[i], &vs[par[j]]);
-    /* the other math providers of the fastest mappings, same split */
+    /* the other math providers of the fastest mappings, at their worker
+     * count, every split */
     for (int j = 0; j < nany && !first[i]; j++)
       second[i] |= vs[i].workers == vs[any[j]].workers &&
-                   vs[i].split == vs[any[j]].split &&
-                   vs[i].per_worker == vs[any[j]].per_worker &&
-                   vs[i].grain == vs[any[j]].grain &&
                    same_mapping(&vs[i], &vs[any[j]]);
     n += second[i];
   }

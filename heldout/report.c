@@ -706,9 +706,9 @@ static void split_check(FILE *f, const lm_eval_run *run) {
     for (int j = 0; vs && in && all && j < n; j++) {
       all &= lm_variant_parse(c->v[j].variant, &vs[j], NULL) == LM_OK &&
              (c->v[j].verified != 1 || isfinite(c->v[j].measured));
-      dyn += vs[j].split == LM_SPLIT_DYNAMIC;
+      dyn += vs[j].split == LM_SPLIT_DYNAMIC || vs[j].math != LM_MATH_SLEEF;
     }
-    if (vs && in && all && dyn > 0) {
+    if (vs && in && all && dyn > 0) { /* the rule pruned something */
       lm_eval_split_first(c, vs, 0, in);
       lm_eval_split_second(c, vs, in, in + n);
       double kept = INFINITY;

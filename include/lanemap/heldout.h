@@ -367,8 +367,8 @@ typedef struct lm_eval_opts {
  * variants (the largest autotuning budget) and its near ties.  The second
  * times the dynK splits of the LM_EVALUATE_SPLIT_TOP code variants whose
  * parallel variants screened fastest in the first, and the other math
- * providers of the LM_EVALUATE_SPLIT_TOP fastest mappings (with their
- * workers and split).  The rest are verified but never timed (measured
+ * providers of the LM_EVALUATE_SPLIT_TOP fastest mappings (at their
+ * worker count, every split).  The rest are verified but never timed (measured
  * NAN).  docs/evaluation.md ("Split pruning") has the
  * rule's check: run with all_splits (`--all-splits`) and the report counts
  * the cases whose best the rule would have pruned. */

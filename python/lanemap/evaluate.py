@@ -51,8 +51,8 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
     times), ``failures``, ``noisy``, ``cases``, ``noise``, ``total_s``,
     and ``notes``: the (warning, line) pairs the library reported.
     ``shard`` = (i, n) evaluates block i of n of the cases; ``all_splits``
-    screens every split of every code variant (``--all-splits``) instead of
-    the oracle's split pruning."""
+    screens every split and every math provider of every code variant
+    (``--all-splits``) instead of the oracle's pruning."""
     o = ffi.new("lm_evaluate_options *")
     lib.lm_evaluate_options_defaults(o)
     keep = [c_path(cases if cases is not None else bundled_cases()),
