@@ -51,7 +51,7 @@ static void aot_roundtrip(const char *kernel, const char *variant) {
   fprintf(f, driver, "my_entry");
   fclose(f);
   snprintf(cmd, sizeof cmd,
-           "%s %s -std=c11 -I%s/include -I%s -o %s %s %s -L%s -Wl,-rpath,%s -llanemap -lm",
+           "%s %s -std=c11 -I%s/include -I%s -o %s %s %s -L%s -Wl,-rpath,%s -llanemap -lsleef -lm",
            LANEMAP_CC, LANEMAP_CFLAGS, LANEMAP_SOURCE_DIR, dir, exe, src, obj, LANEMAP_LIBDIR,
            LANEMAP_LIBDIR);
   cr_assert_eq(sh(cmd), 0, "driver does not build: %s", cmd);
@@ -65,6 +65,15 @@ static void aot_roundtrip(const char *kernel, const char *variant) {
 Test(aot, an_emitted_object_links_and_matches_the_oracle) {
   aot_roundtrip("kernels/layernorm.lk", "x86-64-v3/w8/l4/priv=slot/glob=transpose/phase=snapshot/t1");
   aot_roundtrip("kernels/rope.lk", "x86-64-v3/w8/l8/t1");
+}
+
+/* Each vector math provider's object links with -lsleef -lm as the header
+ * says (libmvec comes through libm.so's linker script). */
+Test(aot, every_math_provider_links_and_matches_the_oracle) {
+  aot_roundtrip("kernels/gelu_residual.lk", "x86-64-v3/w8/l8/t1");
+  aot_roundtrip("kernels/gelu_residual.lk", "x86-64-v3/w8/l8/math=mvec/t1");
+  aot_roundtrip("kernels/gelu_residual.lk", "x86-64-v3/w8/l8/math=ir/t1");
+  aot_roundtrip("kernels/swiglu.lk", "x86-64-v3/w8/l1/glob=transpose/math=mvec/t1");
 }
 
 Test(aot, a_symbol_that_is_not_a_c_identifier_is_rejected) {
