@@ -401,14 +401,16 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
   int widths[2] = {lm_isa_lanes(o->isa, k->elem, 1),
                    lm_isa_lanes(o->isa, k->elem, 0)};
   int nw = widths[1] != widths[0] ? 2 : 1;
-  /* the providers offered: bit m of o->maths and legal for k (the check
-   * does not depend on the mapping); a kernel without vector math has the
-   * default provider only, whatever the bits say */
+  /* the providers offered: bit m of o->maths (none set: the default
+   * provider) and legal for k (the check does not depend on the mapping);
+   * a kernel without vector math has the default provider only, whatever
+   * the bits say */
   int offer[LM_MATH__COUNT], calls = 0;
   for (int i = 0; i < k->nnodes; i++)
     calls += lm_vmath_routine(k->nodes[i].op) != LM_OP__COUNT;
+  unsigned maths = o->maths ? o->maths : 1u << LM_MATH_SLEEF; /* 0: default */
   for (int mp = 0; mp < LM_MATH__COUNT; mp++)
-    offer[mp] = calls ? (o->maths >> mp & 1) &&
+    offer[mp] = calls ? (maths >> mp & 1) &&
                             lm_vmath_check(k, (lm_math)mp, NULL) == LM_OK
                       : mp == LM_MATH_SLEEF;
   for (int wi = 0; wi < nw; wi++) {

@@ -10,7 +10,9 @@
  *   exp:  n = rint(x / ln2), r = x - n ln2 (ln2 in two parts), e^r by its
  *         Taylor polynomial (degree 7 for f32, 13 for f64: |r| <= ln2/2),
  *         times 2^n built in two halves so that subnormal results and
- *         overflow to +inf come out right; x is clamped first.
+ *         overflow to +inf come out right; arguments whose result
+ *         rounds to 0 or overflows compute on 0 and take their result
+ *         by a select.
  *   log:  x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by
  *         2^24 or 2^54 first), log m = 2 atanh(s), s = (m-1)/(m+1), by the
  *         odd series of atanh (|s| <= 0.172), plus e ln2 in two parts.

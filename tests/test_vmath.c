@@ -1,7 +1,8 @@
-/* Vector math providers against FP64: every provider's every routine, for
- * f32 and f64, on every ISA target this machine runs, through the real
- * lowering (a one-line kernel `y[r, :] = f(x[r, :])` compiled with the
- * provider's variant).  Each routine sees 2^20 sampled points over its
+/* Vector math providers against libm's long double functions: every
+ * provider's every routine, for f32 and f64, on every ISA target this
+ * machine runs, through the real lowering (a one-line kernel
+ * `y[r, :] = f(x[r, :])` compiled with the provider's variant).  Each
+ * routine sees 2^20 sampled points over its
  * test domain (uniform, plus log-uniform magnitudes) and the edge points
  * (zeros, subnormals, the overflow and underflow thresholds, infinities,
  * NaN).  It checks:

@@ -39,17 +39,26 @@ for spec in exp:-4:4 exp:-100:-90 exp:-300:-200 erf:-4:4 erf:-100:100 tanh:-4:4 
   k=$tmp/$f.lk
   printf 'kernel k(x: f32[R, C] in(%s, %s)) -> (y: f32[R, C]) {\n  y[r, :] = %s(x[r, :])\n}\n' \
     "$lo" "$hi" "$f" >"$k"
-  w=$("$lanemap" run "$k" --all-variants --isa "$isa" --shape 1,16 2>/dev/null |
-      sed -n 's|^\([^ ]*/w\([0-9]*\)/l\2\)/.*|\2|p' | sort -n | tail -1)
+  # the widest packet-local variant the target has for f32
+  w=
+  for cand in 16 8 4; do
+    if "$lanemap" run "$k" --variant "$isa/w$cand/l$cand/t1" --shape 1,16 >/dev/null 2>&1; then
+      w=$cand
+      break
+    fi
+  done
+  [ -n "$w" ] || { echo "run.sh: no packet-local f32 variant of $isa runs $f" >&2; exit 1; }
   vs=() refused=()
   for m in sleef-u10 sleef-u35 mvec ir; do
     v=$isa/w$w/l$w/math=$m/t1
     [ "$m" = sleef-u10 ] && v=$isa/w$w/l$w/t1
-    if "$lanemap" run "$k" --variant "$v" --shape 1,16 >/dev/null 2>&1; then
-      vs+=("$v")
-    else
-      refused+=("$m")
-    fi
+    rc=0
+    "$lanemap" run "$k" --variant "$v" --shape 1,16 --verify >/dev/null 2>&1 || rc=$?
+    case $rc in
+      0) vs+=("$v") ;;
+      2) refused+=("$m refused") ;;
+      *) refused+=("$m failed (exit $rc)") ;;
+    esac
   done
   list=$(IFS=,; echo "${vs[*]}")
   "$lanemap" bench "$k" --shape "$shape" --variants "$list" --samples "$samples" |
@@ -57,7 +66,7 @@ for spec in exp:-4:4 exp:-100:-90 exp:-300:-200 erf:-4:4 erf:-100:100 tanh:-4:4 
       m = "sleef-u10"; if (match($1, /math=[^/]*/)) m = substr($1, RSTART + 5, RLENGTH - 5)
       printf "| %s | %s | %s | %s | %s |\n", f, r, m, $2, $5 }'
   for m in "${refused[@]}"; do
-    printf '| %s | [%s, %s] | %s | refused | |\n' "$f" "$lo" "$hi" "$m"
+    printf '| %s | [%s, %s] | %s | %s | |\n' "$f" "$lo" "$hi" "${m%% *}" "${m#* }"
   done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

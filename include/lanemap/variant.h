@@ -133,8 +133,9 @@ typedef struct lm_enum_opts {
   int grains[8];    /* gG splits, grains in packets (multiplied by w/l); 0 ends */
   int dynamic[8];   /* dynK splits, K chunks per worker; 0 ends */
   int split_static; /* 1: the static split */
-  unsigned maths;   /* bit m: offer provider m where it is legal (a kernel
-                       without vector math has the default provider only) */
+  unsigned maths;   /* bit m: offer provider m where it is legal; 0: the
+                       default provider only (a kernel without vector math
+                       has the default provider only, whatever the bits) */
 } lm_enum_opts;
 /* host, workers {1}; for t > 1: static and dyn2, dyn4, dyn8, dyn16, no gG;
  * every math provider */
