@@ -63,6 +63,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--machine", default="")
+    ap.add_argument("--load", default="",
+                    help="the load averages at the start and end of the run")
     a = ap.parse_args()
     try:
         with open(os.path.join(a.dir, "c.json")) as f:
@@ -84,6 +86,9 @@ def main():
              f"LLVM {c.get('llvm', '?')}; "
              f"C entries {c['samples']} samples x {c['sample_ms']:.0f} ms per entry, "
              "permuted rounds in one process.")
+    if a.load:
+        L.append(f"Load average (1, 5, 15 min): {a.load}; a figure taken "
+                 "under load is noise.")
     if peers:
         L.append(f"Python peers: torch {peers.get('torch_version', '?')} "
                  f"(CPU capability {peers.get('torch_cpu_capability', '?')}), Halide target "

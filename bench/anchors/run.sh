@@ -41,6 +41,7 @@ ninja -C "$build" -j2 bench_anchors
 bin="$build/bench/anchors/bench_anchors"
 
 # ---- the C entries (one process, side by side)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 rc=0
 "$bin" "${quick[@]}" "${case[@]}" "${samples[@]}" --out "$out" | tee "$out/c.md" || rc=$?
 if [ "$rc" -ge 2 ]; then
@@ -79,7 +80,9 @@ fi
 
 # ---- merge and draw
 machine="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs, $(date -u +%Y-%m-%d)"
-python3 "$here/report.py" "$out" --machine "$machine" > /dev/null
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 "$here/report.py" "$out" --machine "$machine" \
+  --load "$load_start at the start, $load_end at the end" > /dev/null
 (cd "$out" && gnuplot anchors.gp)
 echo "run.sh: report $out/anchors.md, chart $out/anchors.png"
 exit "$rc"
