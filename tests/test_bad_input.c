@@ -214,6 +214,17 @@ static const struct {
      "phase=reread"},
     {"kernels/swiglu.lk", "x86-64-v3/w8/l8/phase=reread/t1",
      "kernel swiglu reuses no tile after a reduction: phase does not apply"},
+    /* the math provider */
+    {"kernels/swiglu.lk", "x86-64-v3/w8/l8/math=fast/t1",
+     "'math=fast': math must be sleef-u10, sleef-u35, mvec or ir"},
+    {"kernels/swiglu.lk", "x86-64-v3/w8/l8/t1/math=mvec", "unexpected field 'math=mvec'"},
+    {"kernels/swiglu.lk", "x86-64-v3/w8/l8/math=mvec/math=ir/t1", "unexpected field 'math=ir'"},
+    {"kernels/swiglu.lk", "x86-64-v3/w8/l8/math=sleef-u35/t1",
+     "math=sleef-u35 has no f32 exp routine"},
+    {RMS, "x86-64-v3/w8/l8/phase=reread/math=mvec/t1",
+     "kernel rmsnorm calls no vector math: math does not apply"},
+    {"kernels/masked_softmax.lk", "x86-64-v3/w8/l8/phase=reread/math=mvec/t1",
+     "outside [-87.3, 88.7] where the routine stays on its vector path"},
 };
 
 Test(bad_input, bad_variant_strings_exit_2_naming_the_variant_and_field_once) {
