@@ -493,8 +493,9 @@ static LLVMValueRef vmath_call(Lo *o, lm_op op, lm_dtype dt, int m,
 static LLVMValueRef vmath(Lo *o, lm_op op, lm_dtype dt, LLVMValueRef a) {
   int m = lm_sched_math_lanes(o->s, dt);
   if (o->v->math == LM_MATH_IR) { /* inline, on all W lanes at once */
-    o->cnt->emit_math_calls += lm_sched_math_calls(o->s, dt);
-    o->tally->math_calls += lm_sched_math_calls(o->s, dt);
+    int calls = lm_sched_math_calls(o->s, dt);
+    o->cnt->emit_math_calls += calls;
+    o->tally->math_calls += calls;
     return lm_vmath_ir(o->B, o->M, op, a);
   }
   if (m == o->W)

@@ -405,9 +405,7 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
    * provider) and legal for k (the check does not depend on the mapping);
    * a kernel without vector math has the default provider only, whatever
    * the bits say */
-  int offer[LM_MATH__COUNT], calls = 0;
-  for (int i = 0; i < k->nnodes; i++)
-    calls += lm_vmath_routine(k->nodes[i].op) != LM_OP__COUNT;
+  int offer[LM_MATH__COUNT], calls = lm_vmath_calls(k);
   unsigned maths = o->maths ? o->maths : 1u << LM_MATH_SLEEF; /* 0: default */
   for (int mp = 0; mp < LM_MATH__COUNT; mp++)
     offer[mp] = calls ? (maths >> mp & 1) &&

@@ -112,6 +112,13 @@ lm_op lm_vmath_routine(lm_op op) {
   return op == LM_OP_SIGMOID ? LM_OP_EXP : fn_name(op) ? op : LM_OP__COUNT;
 }
 
+int lm_vmath_calls(const lm_kernel *k) {
+  int calls = 0;
+  for (int i = 0; i < k->nnodes; i++)
+    calls += lm_vmath_routine(k->nodes[i].op) != LM_OP__COUNT;
+  return calls;
+}
+
 /* The declared bounds.  ulp: the largest error in units in the last place
  * of the FP64 result rounded to the type; abs: the largest absolute
  * error; both over [lo, hi] (the domain where the declaration holds; the
@@ -128,30 +135,25 @@ typedef struct decl {
 } decl;
 
 #define ALL -INFINITY, INFINITY
+/* the same declaration for f32 and f64 */
+#define BOTH(m, op, ...)                                                       \
+  {m, LM_OP_##op, LM_F32, {__VA_ARGS__}}, {m, LM_OP_##op, LM_F64, {__VA_ARGS__}}
 static const decl decls[] = {
     /* SLEEF u10: 1.0 ULP by its documentation, everywhere; this test's
      * ULP (of the exact result rounded to the type) measures tanh at just
      * above 1.0 near 0, so 1.1 is declared */
-    {LM_MATH_SLEEF, LM_OP_EXP, LM_F32, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_LOG, LM_F32, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_TANH, LM_F32, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_ERF, LM_F32, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_SIN, LM_F32, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_COS, LM_F32, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_EXP, LM_F64, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_LOG, LM_F64, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_TANH, LM_F64, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_ERF, LM_F64, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_SIN, LM_F64, {ALL, 1.1, 0, ALL}},
-    {LM_MATH_SLEEF, LM_OP_COS, LM_F64, {ALL, 1.1, 0, ALL}},
+    BOTH(LM_MATH_SLEEF, EXP, ALL, 1.1, 0, ALL),
+    BOTH(LM_MATH_SLEEF, LOG, ALL, 1.1, 0, ALL),
+    BOTH(LM_MATH_SLEEF, TANH, ALL, 1.1, 0, ALL),
+    BOTH(LM_MATH_SLEEF, ERF, ALL, 1.1, 0, ALL),
+    BOTH(LM_MATH_SLEEF, SIN, ALL, 1.1, 0, ALL),
+    BOTH(LM_MATH_SLEEF, COS, ALL, 1.1, 0, ALL),
     /* SLEEF u35: 3.5 ULP; its f32 sin and cos only up to |x| = 125 * pi
      * (larger arguments lose the range reduction's accuracy) */
-    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F32, {ALL, 3.5, 0, ALL}},
-    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F32, {ALL, 3.5, 0, ALL}},
+    BOTH(LM_MATH_SLEEF35, LOG, ALL, 3.5, 0, ALL),
+    BOTH(LM_MATH_SLEEF35, TANH, ALL, 3.5, 0, ALL),
     {LM_MATH_SLEEF35, LM_OP_SIN, LM_F32, {-392.0, 392.0, 3.5, 0, ALL}},
     {LM_MATH_SLEEF35, LM_OP_COS, LM_F32, {-392.0, 392.0, 3.5, 0, ALL}},
-    {LM_MATH_SLEEF35, LM_OP_LOG, LM_F64, {ALL, 3.5, 0, ALL}},
-    {LM_MATH_SLEEF35, LM_OP_TANH, LM_F64, {ALL, 3.5, 0, ALL}},
     {LM_MATH_SLEEF35, LM_OP_SIN, LM_F64, {-1e14, 1e14, 3.5, 0, ALL}},
     {LM_MATH_SLEEF35, LM_OP_COS, LM_F64, {-1e14, 1e14, 3.5, 0, ALL}},
     /* glibc libmvec 2.36: 4 ULP by glibc's documentation of the vector
@@ -160,30 +162,23 @@ static const decl decls[] = {
      * vector path where the result under- or overflows (2.8x slower than
      * SLEEF u10 on [-200, -100]), log on subnormals (14x), sin and cos past
      * |x| of a few thousand (fast at 3000, 4.5x slower than SLEEF at
-     * 20000); the f64 ranges are taken as the same thresholds */
+     * 20000); the f64 ranges of sin and cos are taken as the same */
     {LM_MATH_MVEC, LM_OP_EXP, LM_F32, {ALL, 4.5, 0, -87.3, 88.7}},
-    {LM_MATH_MVEC, LM_OP_LOG, LM_F32, {ALL, 4.5, 0, 1.17549435e-38, 3.40282347e38}},
-    {LM_MATH_MVEC, LM_OP_TANH, LM_F32, {ALL, 4.5, 0, ALL}},
-    {LM_MATH_MVEC, LM_OP_ERF, LM_F32, {ALL, 4.5, 0, ALL}},
-    {LM_MATH_MVEC, LM_OP_SIN, LM_F32, {ALL, 4.5, 0, -3000.0, 3000.0}},
-    {LM_MATH_MVEC, LM_OP_COS, LM_F32, {ALL, 4.5, 0, -3000.0, 3000.0}},
     {LM_MATH_MVEC, LM_OP_EXP, LM_F64, {ALL, 4.5, 0, -708.0, 709.0}},
-    {LM_MATH_MVEC, LM_OP_LOG, LM_F64, {ALL, 4.5, 0, 2.2250738585072014e-308, 1.7976931348623157e308}},
-    {LM_MATH_MVEC, LM_OP_TANH, LM_F64, {ALL, 4.5, 0, ALL}},
-    {LM_MATH_MVEC, LM_OP_ERF, LM_F64, {ALL, 4.5, 0, ALL}},
-    {LM_MATH_MVEC, LM_OP_SIN, LM_F64, {ALL, 4.5, 0, -3000.0, 3000.0}},
-    {LM_MATH_MVEC, LM_OP_COS, LM_F64, {ALL, 4.5, 0, -3000.0, 3000.0}},
+    {LM_MATH_MVEC, LM_OP_LOG, LM_F32, {ALL, 4.5, 0, FLT_MIN, FLT_MAX}},
+    {LM_MATH_MVEC, LM_OP_LOG, LM_F64, {ALL, 4.5, 0, DBL_MIN, DBL_MAX}},
+    BOTH(LM_MATH_MVEC, TANH, ALL, 4.5, 0, ALL),
+    BOTH(LM_MATH_MVEC, ERF, ALL, 4.5, 0, ALL),
+    BOTH(LM_MATH_MVEC, SIN, ALL, 4.5, 0, -3000.0, 3000.0),
+    BOTH(LM_MATH_MVEC, COS, ALL, 4.5, 0, -3000.0, 3000.0),
     /* lanemap's IR routines: measured on x86-64-v2/v3/v4 (exp 1.18, log
      * 1.94, tanh 1.93 and 6.44 for f64 ULP; erf 3.2e-7 absolute, the
      * Abramowitz-Stegun form's 1.5e-7 plus f32 rounding), everywhere */
-    {LM_MATH_IR, LM_OP_EXP, LM_F32, {ALL, 1.5, 0, ALL}},
-    {LM_MATH_IR, LM_OP_LOG, LM_F32, {ALL, 2.5, 0, ALL}},
+    BOTH(LM_MATH_IR, EXP, ALL, 1.5, 0, ALL),
+    BOTH(LM_MATH_IR, LOG, ALL, 2.5, 0, ALL),
     {LM_MATH_IR, LM_OP_TANH, LM_F32, {ALL, 2.5, 0, ALL}},
-    {LM_MATH_IR, LM_OP_ERF, LM_F32, {ALL, 0, 4e-7, ALL}},
-    {LM_MATH_IR, LM_OP_EXP, LM_F64, {ALL, 1.5, 0, ALL}},
-    {LM_MATH_IR, LM_OP_LOG, LM_F64, {ALL, 2.5, 0, ALL}},
     {LM_MATH_IR, LM_OP_TANH, LM_F64, {ALL, 8, 0, ALL}},
-    {LM_MATH_IR, LM_OP_ERF, LM_F64, {ALL, 0, 4e-7, ALL}},
+    BOTH(LM_MATH_IR, ERF, ALL, 0, 4e-7, ALL),
 };
 
 int lm_vmath_bound_of(lm_math m, lm_op op, lm_dtype t, lm_vmath_bound *out) {
@@ -209,10 +204,7 @@ double lm_vmath_tol_share(const lm_vmath_bound *b, lm_dtype t) {
 lm_status lm_vmath_check(const lm_kernel *k, lm_math m, lm_error *err) {
   if ((unsigned)m >= LM_MATH__COUNT)
     return lm_error_set(err, LM_EINPUT, "unknown math provider %d", (int)m);
-  int calls = 0;
-  for (int i = 0; i < k->nnodes; i++)
-    calls += lm_vmath_routine(k->nodes[i].op) != LM_OP__COUNT;
-  if (!calls)
+  if (!lm_vmath_calls(k))
     return m == LM_MATH_SLEEF
                ? LM_OK
                : lm_error_set(err, LM_EINPUT,
@@ -242,23 +234,21 @@ lm_status lm_vmath_check(const lm_kernel *k, lm_math m, lm_error *err) {
     double alo = lo[n->a], ahi = hi[n->a];
     if (n->op == LM_OP_SIGMOID)
       alo = -hi[n->a], ahi = -lo[n->a];
-    if (alo < b.lo || ahi > b.hi) {
-      s = lm_error_set(err, LM_EINPUT,
-                       "math=%s: %s's argument is in [%.3g, %.3g] (kernel %s, "
-                       "%d:%d), outside [%.3g, %.3g] where its error bound "
-                       "holds",
-                       lm_math_name(m), fn_name(op), alo, ahi, k->name,
-                       n->loc.line, n->loc.col, b.lo, b.hi);
-      break;
+    /* inside the domain; and for a provider other than the default,
+     * inside the fast range too */
+    double rlo = b.lo, rhi = b.hi;
+    const char *why = "where its error bound holds";
+    if (alo >= b.lo && ahi <= b.hi && m != LM_MATH_SLEEF) {
+      rlo = b.fast_lo, rhi = b.fast_hi;
+      why = "where the routine stays on its vector path (past it, it falls "
+            "back to slower code, which no cost term prices)";
     }
-    if (m != LM_MATH_SLEEF && (alo < b.fast_lo || ahi > b.fast_hi)) {
+    if (alo < rlo || ahi > rhi) {
       s = lm_error_set(err, LM_EINPUT,
                        "math=%s: %s's argument is in [%.3g, %.3g] (kernel %s, "
-                       "%d:%d), outside [%.3g, %.3g] where the routine stays "
-                       "on its vector path (past it, it falls back to slower "
-                       "code, which no cost term prices)",
+                       "%d:%d), outside [%.3g, %.3g] %s",
                        lm_math_name(m), fn_name(op), alo, ahi, k->name,
-                       n->loc.line, n->loc.col, b.fast_lo, b.fast_hi);
+                       n->loc.line, n->loc.col, rlo, rhi, why);
       break;
     }
     double share = lm_vmath_tol_share(&b, n->dtype);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "costmodel/counts.h"
+#include "lanemap/backend.h"
 #include "lanemap/costmodel.h"
 
 static const char *names[] = {
@@ -107,12 +108,13 @@ int lm_term_math(lm_math m, lm_op op) {
       {LM_T_VEXPMV, LM_T_VLOGMV, LM_T_VTANHMV, LM_T_VERFMV, LM_T_VSINCOSMV},
       {LM_T_VEXPIR, LM_T_VLOGIR, LM_T_VTANHIR, LM_T_VERFIR, -1},
   };
-  int col = op == LM_OP_EXP || op == LM_OP_SIGMOID ? 0
-            : op == LM_OP_LOG                      ? 1
-            : op == LM_OP_TANH                     ? 2
-            : op == LM_OP_ERF                      ? 3
-            : op == LM_OP_SIN || op == LM_OP_COS   ? 4
-                                                   : -1;
+  lm_op r = lm_vmath_routine(op); /* sigmoid calls exp */
+  int col = r == LM_OP_EXP    ? 0
+            : r == LM_OP_LOG  ? 1
+            : r == LM_OP_TANH ? 2
+            : r == LM_OP_ERF  ? 3
+            : r == LM_OP_SIN || r == LM_OP_COS ? 4
+                                               : -1;
   return (unsigned)m < LM_MATH__COUNT && col >= 0 ? t[m][col] : -1;
 }
 

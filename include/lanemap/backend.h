@@ -152,6 +152,8 @@ typedef struct lm_vmath_bound {
 /* The routine behind a math operation (sigmoid calls exp), or
  * LM_OP__COUNT for an operation that calls none. */
 lm_op lm_vmath_routine(lm_op op);
+/* How many of k's operations call a vector math routine. */
+int lm_vmath_calls(const lm_kernel *k);
 /* 1 and *out (may be NULL) if provider m has op's routine for type t. */
 int lm_vmath_bound_of(lm_math m, lm_op op, lm_dtype t, lm_vmath_bound *out);
 /* The largest share of the oracle's tolerance (atol + rtol*|want| for t)
