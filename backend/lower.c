@@ -582,10 +582,16 @@ static LLVMValueRef elementwise(Lo *o, const lm_node *n, LLVMValueRef a,
   case LM_OP_SQRT:
     o->tally->div_lanes += o->W;
     return intr1(o, "llvm.sqrt", a);
-  case LM_OP_RSQRT:
-    o->tally->div_lanes += 2 * o->W;
-    return LLVMBuildFDiv(B, fconst(o, n->dtype, 1.0), intr1(o, "llvm.sqrt", a),
-                         "");
+  case LM_OP_RSQRT: {
+    o->tally->div_lanes += lm_sched_rsqrt_estimated(o->s, n->dtype) ? 0 : 2 * o->W;
+    LLVMValueRef sq = intr1(o, "llvm.sqrt", a);
+    LLVMValueRef r = LLVMBuildFDiv(B, fconst(o, n->dtype, 1.0), sq, "");
+    if (o->v->fp == LM_FP_RELAXED) { /* LLVM may estimate and refine it */
+      LLVMSetFastMathFlags(sq, LLVMFastMathApproxFunc | LLVMFastMathAllowReciprocal);
+      LLVMSetFastMathFlags(r, LLVMFastMathApproxFunc | LLVMFastMathAllowReciprocal);
+    }
+    return r;
+  }
   case LM_OP_SIGMOID: {
     LLVMValueRef e = vmath(o, LM_OP_EXP, n->dtype, LLVMBuildFNeg(B, a, ""));
     LLVMValueRef one = fconst(o, n->dtype, 1.0);
@@ -1230,6 +1236,20 @@ static void emit_entry(Lo *o, const char *symbol) {
   LLVMBuildRetVoid(o->B);
 }
 
+/* fp=relaxed: every floating-point operation of the module may be
+ * contracted (a multiply and its add into one FMA, where the target has
+ * one), as C's -ffp-contract=fast allows. */
+static void allow_contraction(LLVMModuleRef M) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(M); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+         bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;
+           i = LLVMGetNextInstruction(i))
+        if (LLVMCanValueUseFastMathFlags(i))
+          LLVMSetFastMathFlags(i, LLVMGetFastMathFlags(i) |
+                                      LLVMFastMathAllowContract);
+}
+
 lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
                           LLVMContextRef ctx, const char *symbol,
                           LLVMModuleRef *out, lm_counts *counts,
@@ -1240,6 +1260,7 @@ lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
   lm_status st = lm_schedule_build(k, v, &sch, err);
   if (st != LM_OK)
     return st;
+  k = sch.k; /* the relaxed form for fp=relaxed */
   Lo o = {.k = k, .v = v, .s = &sch, .cnt = counts, .C = ctx, .W = sch.W, .L = sch.L,
           .G = sch.G, .U = sch.U, .snapshot = sch.snapshot};
   o.tally = &counts->part[LM_PART_PACKET];
@@ -1272,6 +1293,8 @@ lm_status lm_lower_module(const lm_kernel *k, const lm_variant *v,
   for (int i = 0; i < k->nstores; i++)
     o.pend[i] = calloc((size_t)o.W, sizeof(LLVMValueRef));
   emit_entry(&o, symbol);
+  if (v->fp == LM_FP_RELAXED)
+    allow_contraction(o.M);
   for (int i = 0; i < nn; i++)
     free(o.pre[i]);
   for (int i = 0; i < k->nstores; i++)

@@ -52,6 +52,8 @@ lm_status lm_schedule_build(const lm_kernel *k, const lm_variant *v, lm_schedule
   memset(s, 0, sizeof *s);
   if (lm_variant_check(k, v, err) != LM_OK)
     return LM_EINPUT;
+  if (v->fp == LM_FP_RELAXED) /* the rewritten kernel, from here on */
+    k = lm_kernel_relaxed(k);
   if (v->w > LM_SCHED_MAX_LANES)
     return lm_error_set(err, LM_EINPUT, "kernel %s: w%d is more than %d lanes",
                         k->name, v->w, LM_SCHED_MAX_LANES);
@@ -75,6 +77,7 @@ lm_status lm_schedule_build(const lm_kernel *k, const lm_variant *v, lm_schedule
   s->per = s->block ? s->W : s->U;
   s->snapshot = v->phase == LM_PHASE_SNAPSHOT;
   s->uniform_rows = s->G == 1 && k->rowlen_param < 0;
+  s->contract = v->fp == LM_FP_RELAXED && lm_isa_has_fma(v->isa);
   s->rule = (lm_sched_rule){s->L, s->G, s->per, v->workers, v->grain,
                             v->split, v->per_worker};
   parts(s);
@@ -179,6 +182,10 @@ int lm_sched_math_lanes(const lm_schedule *s, lm_dtype t) {
 int lm_sched_math_calls(const lm_schedule *s, lm_dtype t) {
   int m = lm_sched_math_lanes(s, t);
   return m >= s->W ? 1 : s->W / m;
+}
+
+int lm_sched_rsqrt_estimated(const lm_schedule *s, lm_dtype t) {
+  return s->v->fp == LM_FP_RELAXED && t == LM_F32;
 }
 
 int lm_sched_inst_contiguous(const lm_schedule *s) { return s->L == 1; }

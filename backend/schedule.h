@@ -85,7 +85,7 @@ typedef struct lm_sched_rule {
 } lm_sched_rule;
 
 typedef struct lm_schedule {
-  const lm_kernel *k;
+  const lm_kernel *k; /* the kernel as compiled: lm_kernel_relaxed for fp=relaxed */
   const lm_variant *v;
   int W, L, G;      /* lanes, lanes per instance, instances per packet */
   int U;            /* accumulators per reduction in the main part */
@@ -93,6 +93,8 @@ typedef struct lm_schedule {
   int block;        /* L = 1 transposed blocks */
   int snapshot;     /* phase = snapshot */
   int uniform_rows; /* G = 1 without row lengths: every packet is one full row */
+  int contract;     /* fp=relaxed on an ISA with FMA: a multiply and its one
+                       add, subtract or sum (lm_kernel_contractible) fuse */
   lm_sched_part part[LM_PART__COUNT];
   lm_sched_rule rule;
   int nloops;
@@ -102,7 +104,8 @@ typedef struct lm_schedule {
 } lm_schedule;
 
 /* Builds the schedule of k x v (checks the variant's legality).  The
- * schedule keeps pointers to k and v; lm_schedule_free releases it. */
+ * schedule keeps pointers to k (or its relaxed form, out->k) and v;
+ * lm_schedule_free releases it.  Callers walk out->k's nodes. */
 lm_status lm_schedule_build(const lm_kernel *k, const lm_variant *v, lm_schedule *out,
                             lm_error *err);
 void lm_schedule_free(lm_schedule *s);
@@ -116,6 +119,12 @@ lm_priv lm_sched_priv(const lm_schedule *s, lm_dtype t, const char **why);
  * W-lane operation makes. */
 int lm_sched_math_lanes(const lm_schedule *s, lm_dtype t);
 int lm_sched_math_calls(const lm_schedule *s, lm_dtype t);
+/* fp=relaxed lets LLVM replace 1/sqrt(u) of type t by an estimate refined
+ * by one Newton step (x86 has estimates for f32 only): then it costs
+ * LM_SCHED_RSQRT_OPS vector operations and no divider lanes. */
+#define LM_SCHED_RSQRT_OPS 5 /* rsqrt, 3 multiplies, 1 FMA: counted in the
+                                assembly LLVM 19 emits on x86-64-v2..v4 */
+int lm_sched_rsqrt_estimated(const lm_schedule *s, lm_dtype t);
 /* Instance loads and stores (one value per row): a masked vector access of
  * G = W consecutive rows for L = 1, else a gather or scatter of W lanes. */
 int lm_sched_inst_contiguous(const lm_schedule *s);

@@ -49,6 +49,10 @@ static lm_isa host_isa(void) {
   return LM_ISA_SSE42;
 }
 
+int lm_isa_has_fma(lm_isa isa) {
+  return (isa == LM_ISA_HOST ? host_isa() : isa) >= LM_ISA_AVX2;
+}
+
 int lm_isa_runnable(lm_isa isa) {
   __builtin_cpu_init();
   lm_isa h = host_isa();
@@ -80,6 +84,11 @@ static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 static const char *priv_name[] = {"none", "gather", "slot", "masked"};
 static const char *glob_name[] = {"none", "gather", "transpose"};
 static const char *phase_name[] = {"none", "snapshot", "reread"};
+static const char *fp_name[] = {"strict", "relaxed"};
+
+const char *lm_fp_name(lm_fp f) {
+  return (unsigned)f < LM_FP__COUNT ? fp_name[f] : "?";
+}
 
 char *lm_variant_format(const lm_variant *v, char *buf, size_t n) {
   int k = snprintf(buf, n, "%s/w%d/l%d", lm_isa_name(v->isa), v->w, v->l);
@@ -95,6 +104,9 @@ char *lm_variant_format(const lm_variant *v, char *buf, size_t n) {
   if (v->math != LM_MATH_SLEEF)
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/math=%s",
                   lm_math_name(v->math));
+  if (v->fp != LM_FP_STRICT)
+    k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/fp=%s",
+                  lm_fp_name(v->fp));
   k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "/t%d", v->workers);
   if (v->workers > 1 && v->split == LM_SPLIT_STATIC)
     snprintf(buf + k, n > (size_t)k ? n - k : 0, "/static");
@@ -189,7 +201,7 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
   strcpy(buf, text);
   lm_variant v = {.workers = 1};
   int field = 0, have_w = 0, have_l = 0, have_t = 0, have_g = 0,
-      have_math = 0;
+      have_math = 0, have_fp = 0;
   char *save = NULL;
   for (char *f = strtok_r(buf, "/", &save); f; f = strtok_r(NULL, "/", &save),
             field++) {
@@ -203,28 +215,28 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
                parse_int(f + 1, 1, 64, &x)) {
       v.l = (int)x, have_l = 1;
     } else if (strncmp(f, "priv=", 5) == 0 && have_l && !v.priv && !v.glob &&
-               !v.phase && !have_math && !have_t) {
+               !v.phase && !have_math && !have_fp && !have_t) {
       int i = lookup(priv_name, 4, f + 5);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': priv must be gather, slot or masked", f);
       v.priv = i;
     } else if (strncmp(f, "glob=", 5) == 0 && have_l && !v.glob && !v.phase &&
-               !have_math && !have_t) {
+               !have_math && !have_fp && !have_t) {
       int i = lookup(glob_name, 3, f + 5);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': glob must be gather or transpose", f);
       v.glob = i;
     } else if (strncmp(f, "phase=", 6) == 0 && have_l && !v.phase &&
-               !have_math && !have_t) {
+               !have_math && !have_fp && !have_t) {
       int i = lookup(phase_name, 3, f + 6);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': phase must be snapshot or reread", f);
       v.phase = i;
     } else if (strncmp(f, "math=", 5) == 0 && have_l && !have_math &&
-               !have_t) {
+               !have_fp && !have_t) {
       int i = lm_math_lookup(f + 5);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
@@ -232,6 +244,14 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
                             "ir",
                             f);
       v.math = i, have_math = 1;
+    } else if (strncmp(f, "fp=", 3) == 0 && have_l && !have_fp && !have_t) {
+      int i = strcmp(f + 3, "strict") == 0    ? LM_FP_STRICT
+              : strcmp(f + 3, "relaxed") == 0 ? LM_FP_RELAXED
+                                               : -1;
+      if (i < 0)
+        return lm_error_set(err, LM_EINPUT,
+                            "'%s': fp must be strict or relaxed", f);
+      v.fp = i, have_fp = 1;
     } else if (f[0] == 't' && have_l && !have_t &&
                parse_int(f + 1, 1, LM_MAX_WORKERS, &x)) {
       v.workers = (int)x, have_t = 1;
@@ -246,7 +266,7 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
     } else {
       return lm_error_set(err, LM_EINPUT,
                           "variant '%s': unexpected field '%s' (form: "
-                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F][/math=M]/tT"
+                          "ISA/wW/lL[/priv=P][/glob=G][/phase=F][/math=M][/fp=relaxed]/tT"
                           "[/static|/dynK|/gG], K in 1..%d)",
                           text, f, LM_SPLIT_DYN_MAX);
     }
@@ -303,9 +323,30 @@ static lm_status check_mapping(const lm_kernel *k, const lm_variant *v,
   return LM_OK;
 }
 
+/* fp=relaxed applies where it changes the code: a division it rewrites or
+ * a multiply it may contract. */
+static lm_status check_fp(const lm_kernel *k, lm_fp fp, lm_error *err) {
+  if (fp == LM_FP_STRICT)
+    return LM_OK;
+  if (fp != LM_FP_RELAXED)
+    return lm_error_set(err, LM_EINPUT, "unknown fp mode %d", (int)fp);
+  if (k->relax_why)
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %s: its relaxed form could not be built: %s",
+                        k->name, k->relax_why);
+  if (!k->relax_rewrites && !k->relax_contractions)
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %s: fp=relaxed changes nothing: no division "
+                        "by a row-uniform value or a square root, no "
+                        "multiply feeding an add or a sum",
+                        k->name);
+  return LM_OK;
+}
+
 lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
                            lm_error *err) {
-  if (check_mapping(k, v, err) != LM_OK)
+  if (check_mapping(k, v, err) != LM_OK ||
+      check_fp(k, v->fp, err) != LM_OK)
     return LM_EINPUT;
   return lm_vmath_check(k, v->math, err);
 }
@@ -313,7 +354,7 @@ lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
 int lm_variant_same_code(const lm_variant *a, const lm_variant *b) {
   return a->isa == b->isa && a->w == b->w && a->l == b->l &&
          a->priv == b->priv && a->glob == b->glob && a->phase == b->phase &&
-         a->math == b->math;
+         a->math == b->math && a->fp == b->fp;
 }
 
 void lm_enum_defaults(lm_enum_opts *o) {
@@ -411,6 +452,10 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
     offer[mp] = calls ? (maths >> mp & 1) &&
                             lm_vmath_check(k, (lm_math)mp, NULL) == LM_OK
                       : mp == LM_MATH_SLEEF;
+  /* the modes offered, by the same rule: strict where relaxed is not legal */
+  unsigned fps = o->fps ? o->fps : 1u << LM_FP_STRICT;
+  if (check_fp(k, LM_FP_RELAXED, NULL) != LM_OK)
+    fps = 1u << LM_FP_STRICT;
   for (int wi = 0; wi < nw; wi++) {
     int w = widths[wi];
     if (!legal_w(o->isa, k->elem, w))
@@ -424,7 +469,10 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
                pr <= (ph == LM_PHASE_SNAPSHOT ? LM_PRIV_MASKED : LM_PRIV_NONE);
                pr++)
             for (int mp = 0; mp < LM_MATH__COUNT; mp++)
-            for (int ti = 0; offer[mp] && ti < 8 && o->workers[ti]; ti++) {
+            for (int fp = 0; fp < LM_FP__COUNT; fp++)
+            for (int ti = 0; offer[mp] && (fps >> fp & 1) && ti < 8 &&
+                             o->workers[ti];
+                 ti++) {
               int t = o->workers[ti];
               lm_variant sp[1 + 8 + 8]; /* static, dynamic[8], grains[8] */
               int ns = t > 1 ? splits_of(o, w / l, sp) : 1;
@@ -441,7 +489,8 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
                                 .grain = sp[si].grain,
                                 .split = sp[si].split,
                                 .per_worker = sp[si].per_worker,
-                                .math = mp};
+                                .math = mp,
+                                .fp = fp};
                 if (check_mapping(k, &v, NULL) != LM_OK)
                   continue;
                 if (n == cap)

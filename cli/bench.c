@@ -11,10 +11,11 @@
 #include "lanemap/verify.h"
 
 static const char usage[] =
-    "usage: lanemap bench KERNEL --shape R,C (--variants V1,V2,... | --all-variants [--isa I])\n"
+    "usage: lanemap bench KERNEL --shape R,C (--variants V1,V2,... | --all-variants [--isa I] [--fp M])\n"
     "                    [--seed N] [--samples N] [--sample-ms MS] [--warmup-ms MS] [--json]\n"
     "  Verify, then time the variants interleaved (all orders), single process.\n"
     "  Ratios are medians of per-round ratios against the first variant.\n"
+    "  --fp M  with --all-variants: strict (default), relaxed or both\n"
     "exit codes: 0 ok, 1 a variant failed verification, 2 bad input\n";
 
 /* A numeric option: 1 parsed, 0 not this option, -1 missing value, -2 bad
@@ -29,7 +30,7 @@ static int number_opt(int argc, char **argv, int *i, const char *name,
 }
 
 int cmd_bench(int argc, char **argv) {
-  const char *file = NULL, *shape_s = NULL, *list = NULL, *isa = NULL;
+  const char *file = NULL, *shape_s = NULL, *list = NULL, *isa = NULL, *fp = NULL;
   int all = 0, json = 0;
   uint64_t seed = CLI_SEED_DEFAULT, samples = 0, sample_ms = 0, warm_ms = 0;
   lm_error err = {0};
@@ -46,6 +47,8 @@ int cmd_bench(int argc, char **argv) {
       list = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
       isa = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--fp", &val)))
+      fp = val;
     else if ((r = number_opt(argc, argv, &i, "--seed", CLI_SEED_MAX, &seed, &err)) ||
              (r = number_opt(argc, argv, &i, "--samples", 100000, &samples, &err)) ||
              (r = number_opt(argc, argv, &i, "--sample-ms", 100000, &sample_ms, &err)) ||
@@ -79,7 +82,7 @@ int cmd_bench(int argc, char **argv) {
   if (s == LM_OK)
     s = lm_shape_parse(k, shape_s, &shape, &err);
   if (s == LM_OK)
-    s = cli_variants(k, list, all, isa, &vs, &nv, &err);
+    s = cli_variants(k, list, all, isa, fp, &vs, &nv, &err);
   if (s == LM_OK)
     s = lm_data_gen(k, &shape, seed, &d, &err);
   if (s == LM_OK)

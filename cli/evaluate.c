@@ -17,7 +17,7 @@ static const char usage[] =
     "usage: lanemap evaluate [--quick] [--cases FILE] [--out DIR] [--isa I,J]\n"
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
     "                        [--profile P] [--cache-dir D] [--accept-noisy]\n"
-    "                        [--all-splits] [--list]\n"
+    "                        [--all-splits] [--fp strict|relaxed] [--list]\n"
     "       lanemap evaluate --deploy [--spec F] [--budgets K,...] [--shapes N]\n"
     "                        [--quick] [--out DIR] [--isa I] [--profile P] ...\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
@@ -42,6 +42,9 @@ static const char usage[] =
     "               variant (default: the dynK splits of the 3 fastest\n"
     "               parallel code variants and the other providers of the 3\n"
     "               fastest mappings; docs/evaluation.md, Split pruning)\n"
+    "  --fp M       floating-point mode: strict (default) or relaxed, the\n"
+    "               fp=relaxed variants of every kernel it changes, judged in\n"
+    "               a run of their own (docs/language.md)\n"
     "  --profile P  the calibrated profile to use (one ISA target only)\n"
     "  --cache-dir D  the profile cache (also LANEMAP_CACHE_DIR), shared by\n"
     "               the nodes of a cluster: one profile per machine type\n"
@@ -249,6 +252,11 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
     } else if ((r = cli_arg_value(argc, argv, &i, "--seed", &v))) {
       if (r > 0 && cli_parse_u64("--seed", v, CLI_SEED_MAX, &o->seed, &err))
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
+    } else if ((r = cli_arg_value(argc, argv, &i, "--fp", &v))) {
+      unsigned fps = 0;
+      if (r > 0 && cli_fp_modes(v, 0, &fps, &err) != LM_OK)
+        return cli_usage_error(usage, "evaluate", "%s", err.msg);
+      o->fp = fps >> LM_FP_RELAXED & 1 ? LM_FP_RELAXED : LM_FP_STRICT;
     } else {
       return cli_usage_error(usage, "evaluate", "unexpected argument '%s'", s);
     }
@@ -259,10 +267,10 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
     return cli_usage_error(usage, "evaluate",
                            "--spec, --budgets and --shapes go with --deploy");
   if (a->deploy && (a->given_cases || a->given_shard || cross || a->list ||
-                    o->nisa > 1))
+                    o->nisa > 1 || o->fp != LM_FP_STRICT))
     return cli_usage_error(usage, "evaluate",
                            "--deploy takes one --isa target and no --cases, "
-                           "--shard, --cross or --list");
+                           "--shard, --cross, --list or --fp");
   if (cross && o->nisa > 1)
     return cli_usage_error(usage, "evaluate",
                            "--cross applies to one --isa target only");
@@ -326,7 +334,8 @@ int cmd_evaluate(int argc, char **argv) {
     fprintf(stderr, "lanemap evaluate: %s\n", err.msg);
     return st;
   }
-  printf("report    %s/report.md (%.0f s)\n", a.o.out, res.total_s);
+  printf("report    %s/report.md (%.0f s)%s\n", a.o.out, res.total_s,
+         a.o.fp == LM_FP_RELAXED ? ", floating point relaxed (--fp relaxed)" : "");
   int noisy = print_verdict(&res);
   return res.failures || (noisy && !a.o.accept_noisy) ? LM_EFAIL : LM_OK;
 }

@@ -12,9 +12,10 @@
 
 static const char usage[] =
     "usage: lanemap predict KERNEL --shape R,C [--variant V[,V...] | --all]\n"
-    "                      [--isa I] [--profile P | --default-profile] [--accept-noisy]\n"
+    "                      [--isa I] [--fp M] [--profile P | --default-profile] [--accept-noisy]\n"
     "                      [--explain] [--json] [--cache-dir D]\n"
     "  Predict every variant's time (ns per launch) and rank them.\n"
+    "  --fp M             with --all: strict (default), relaxed or both\n"
     "  --profile P        a profile file (default: the cached one for the ISA)\n"
     "  --default-profile  the uncalibrated named defaults\n"
     "  --cache-dir D      the profile cache (also LANEMAP_CACHE_DIR)\n"
@@ -83,7 +84,8 @@ static void explain(const lm_prediction *p) {
 }
 
 int cmd_predict(int argc, char **argv) {
-  const char *file = NULL, *shape_s = NULL, *list = NULL, *isa_s = "host", *prof = NULL;
+  const char *file = NULL, *shape_s = NULL, *list = NULL, *isa_s = "host", *prof = NULL,
+             *fp = NULL;
   int all = 0, expl = 0, json = 0, dflt = 0, accept = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val;
@@ -98,6 +100,8 @@ int cmd_predict(int argc, char **argv) {
       list = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
       isa_s = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--fp", &val)))
+      fp = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val)))
       prof = val;
     else if ((r = cli_arg_cache_dir(argc, argv, &i)))
@@ -139,7 +143,7 @@ int cmd_predict(int argc, char **argv) {
   if (s == LM_OK)
     s = lm_shape_parse(k, shape_s, &sh, &err);
   if (s == LM_OK)
-    s = cli_variants(k, list, all, all ? isa_s : NULL, &vs, &nv, &err);
+    s = cli_variants(k, list, all, all ? isa_s : NULL, fp, &vs, &nv, &err);
   if (s == LM_OK)
     s = profile_for(prof, dflt, isa, accept, &p, &err);
   if (s != LM_OK)

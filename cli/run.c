@@ -20,13 +20,15 @@
 #include "lanemap/workload.h"
 
 static const char usage[] =
-    "usage: lanemap run KERNEL --shape R,C (--variant V[,V...] | --all-variants [--isa I])\n"
+    "usage: lanemap run KERNEL --shape R,C (--variant V[,V...] | --all-variants [--isa I] [--fp M])\n"
     "                  [--verify] [--seed N] [--json] [--dump DIR]\n"
     "       lanemap run --plan PLAN --workload W [--verify] [--seed N] [--json]\n"
     "  Compile each variant, run it over all R instances of seeded inputs.\n"
     "  --verify      compare every output with the FP64 oracle (guards, sentinels)\n"
     "  --all-variants every legal variant on each ISA target this machine runs\n"
     "  --isa I       with --all-variants: only sse4.2, avx2, avx512 or host\n"
+    "  --fp M        with --all-variants: floating-point modes strict (default),\n"
+    "                relaxed or both (docs/language.md \"Relaxed floating point\")\n"
     "  --json        one JSON object per variant (or bucket) on stdout\n"
     "  --dump DIR    with one variant: write its inputs and outputs after the\n"
     "                run as DIR/NAME.npy, one per buffer (NumPy's format)\n"
@@ -35,7 +37,7 @@ static const char usage[] =
     "exit codes: 0 ok, 1 a variant or bucket failed verification, 2 bad input\n";
 
 typedef struct run_opts {
-  const char *file, *shape, *variants, *isa, *plan, *workload, *dump;
+  const char *file, *shape, *variants, *isa, *fp, *plan, *workload, *dump;
   int all, verify, json;
   uint64_t seed;
 } run_opts;
@@ -56,6 +58,8 @@ static int parse(int argc, char **argv, run_opts *o) {
       o->variants = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--isa", &val)))
       o->isa = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--fp", &val)))
+      o->fp = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--plan", &val)))
       o->plan = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--workload", &val)))
@@ -290,7 +294,7 @@ int cmd_run(int argc, char **argv) {
   if (s == LM_OK)
     s = lm_shape_parse(k, o.shape, &shape, &err);
   if (s == LM_OK)
-    s = cli_variants(k, o.variants, o.all, o.isa, &vs, &nv, &err);
+    s = cli_variants(k, o.variants, o.all, o.isa, o.fp, &vs, &nv, &err);
   if (s == LM_OK)
     s = lm_data_gen(k, &shape, o.seed, &d, &err);
   if (s == LM_OK && o.verify)

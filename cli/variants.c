@@ -7,14 +7,31 @@
 
 #include "cli/commands.h"
 
-lm_status cli_variants(const lm_kernel *k, const char *list, int all,
-                       const char *isa, lm_variant **out, int *n,
+lm_status cli_fp_modes(const char *text, int with_both, unsigned *out,
                        lm_error *err) {
+  if (!text || strcmp(text, "strict") == 0)
+    *out = 1u << LM_FP_STRICT;
+  else if (strcmp(text, "relaxed") == 0)
+    *out = 1u << LM_FP_RELAXED;
+  else if (with_both && strcmp(text, "both") == 0)
+    *out = 1u << LM_FP_STRICT | 1u << LM_FP_RELAXED;
+  else
+    return lm_error_set(err, LM_EINPUT, "--fp '%s': must be strict%s relaxed",
+                        text, with_both ? ", both or" : " or");
+  return LM_OK;
+}
+
+lm_status cli_variants(const lm_kernel *k, const char *list, int all,
+                       const char *isa, const char *fp, lm_variant **out,
+                       int *n, lm_error *err) {
   *out = NULL;
   *n = 0;
   if (all) {
     lm_isa only = LM_ISA__COUNT;
+    unsigned fps = 0;
     if (isa && lm_isa_parse(isa, &only, err) != LM_OK)
+      return LM_EINPUT;
+    if (cli_fp_modes(fp, 1, &fps, err) != LM_OK)
       return LM_EINPUT;
     const lm_isa isas[] = {LM_ISA_SSE42, LM_ISA_AVX2, LM_ISA_AVX512};
     lm_variant *acc = NULL;
@@ -31,6 +48,7 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
       lm_enum_opts eo;
       lm_enum_defaults(&eo);
       eo.isa = want;
+      eo.fps = fps;
       lm_variant *vs;
       int m = lm_variant_enumerate(k, &eo, &vs, err);
       if (m < 0) {
@@ -46,6 +64,10 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
     *n = total;
     return LM_OK;
   }
+  if (fp)
+    return lm_error_set(err, LM_EINPUT,
+                        "--fp goes with --all-variants; a variant string "
+                        "names its own mode (fp=relaxed)");
   if (!list || !*list)
     return lm_error_set(err, LM_EINPUT, "no variant given (--variant V or --all-variants)");
   char *copy = strdup(list), *save = NULL;

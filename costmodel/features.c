@@ -118,14 +118,32 @@ int lm_term_math(lm_math m, lm_op op) {
   return (unsigned)m < LM_MATH__COUNT && col >= 0 ? t[m][col] : -1;
 }
 
+/* Multiplies fused into node nd by contraction (fp=relaxed with FMA): each
+ * saves the multiply's operation. */
+static int fused(const Cx *c, const lm_node *nd) {
+  if (!c->s->contract)
+    return 0;
+  int id = (int)(nd - c->k->nodes), f = 0;
+  f += nd->a >= 0 && lm_kernel_contractible(c->k->nodes, id, nd->a);
+  f += nd->b >= 0 && nd->b != nd->a &&
+       lm_kernel_contractible(c->k->nodes, id, nd->b);
+  return f;
+}
+
 static void op_cost(Cx *c, const lm_node *nd) {
   double *n = c->n;
+  n[LM_T_VOP] -= fused(c, nd);
   double calls = lm_sched_math_calls(c->s, nd->dtype);
   int mt = lm_term_math(c->s->v->math, nd->op);
   switch (nd->op) {
   case LM_OP_DIV: /* the divider is lane-throughput bound: count lanes */
   case LM_OP_SQRT: n[LM_T_VDIV] += c->W; break;
-  case LM_OP_RSQRT: n[LM_T_VDIV] += 2 * c->W; break;
+  case LM_OP_RSQRT:
+    if (lm_sched_rsqrt_estimated(c->s, nd->dtype))
+      n[LM_T_VOP] += LM_SCHED_RSQRT_OPS;
+    else
+      n[LM_T_VDIV] += 2 * c->W;
+    break;
   case LM_OP_EXP:
   case LM_OP_LOG:
   case LM_OP_TANH:
@@ -249,7 +267,8 @@ static void step_cost(Cx *c, double *out) {
   for (int r = 0; r < lp->nred; r++) {
     const lm_node *nd = &k->nodes[s->reds[lp->red0 + r]];
     tile(c, nd->a);
-    out[LM_T_VOP] += 1 + c->masked + (nd->op != LM_OP_RSUM ? 2 : 0);
+    out[LM_T_VOP] += 1 + c->masked + (nd->op != LM_OP_RSUM ? 2 : 0) -
+                     (c->masked ? 0 : fused(c, nd)); /* a masked sum selects first */
   }
   for (int i = 0; i < lp->nsnap; i++)
     tile(c, s->snaps[lp->snap0 + i]);
@@ -361,6 +380,7 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
   lm_status st = lm_schedule_build(k, v, &sch, err);
   if (st != LM_OK)
     return st;
+  k = sch.k; /* the relaxed form for fp=relaxed */
   Cx c = {.k = k, .s = &sch, .W = sch.W, .L = sch.L, .G = sch.G, .snapshot = sch.snapshot};
   pl->rule = sch.rule;
   pl->W = sch.W, pl->L = sch.L, pl->G = sch.G, pl->U = sch.U, pl->per = sch.per;

@@ -287,6 +287,7 @@ static lm_status open_target(Eval *e, int i, Target *t, lm_error *err) {
   t->o.isa = e->isa[i];
   t->o.seed = e->o->seed;
   t->o.all_splits = e->o->all_splits;
+  t->o.fp = e->o->fp;
   t->o.timing = e->timing;
   t->o.profile = prof;
   t->o.cross = e->nprof > 1 && !t->foreign ? e->prof[j] : NULL;
@@ -317,6 +318,7 @@ static lm_status open_target(Eval *e, int i, Target *t, lm_error *err) {
   pr->confirm_top = LM_EVALUATE_CONFIRM_TOP;
   pr->canary = 1; /* lm_eval_case_measure turns it on */
   pr->all_splits = e->o->all_splits;
+  pr->fp = e->o->fp;
   if (e->timing.limits)
     pr->limits = *e->timing.limits;
   else

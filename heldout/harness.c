@@ -91,6 +91,7 @@ lm_status lm_eval_kernel_new(const lm_eval_opts *o, const char *path,
   lm_enum_opts eo;
   lm_enum_defaults(&eo);
   eo.isa = o->isa;
+  eo.fps = 1u << o->fp;
   memcpy(eo.workers, o->workers, sizeof eo.workers);
   ek->nv = lm_variant_enumerate(ek->k, &eo, &ek->v, err);
   if (ek->nv < 0) {
@@ -319,6 +320,11 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   else if (n < (int)sizeof proto - 16)
     snprintf(proto + n, sizeof proto - (size_t)n, " splits=top%d",
              LM_EVALUATE_SPLIT_TOP);
+  /* a relaxed run has other variants: it is not resumed by a strict one
+   * (whose protocol string is as before) */
+  n = (int)strlen(proto);
+  if (o->fp != LM_FP_STRICT && n < (int)sizeof proto - 16)
+    snprintf(proto + n, sizeof proto - (size_t)n, " fp=%s", lm_fp_name(o->fp));
   out->protocol = strdup(proto);
   out->v = calloc((size_t)ek->nv, sizeof *out->v);
   if (!out->id || !out->kernel || !out->kernel_hash || !out->isa || !out->v ||

@@ -633,6 +633,15 @@ static void protocol(FILE *f, const lm_eval_run *run) {
   const lm_noise_limits *l = &p->limits;
   fprintf(f, "## Measurement\n\n");
   if (p->samples > 0)
+    fprintf(f, "- floating point: %s\n",
+            p->fp == LM_FP_RELAXED
+                ? "**relaxed** (`--fp relaxed`): every kernel that relaxed "
+                  "mode changes is judged on its fp=relaxed variants, the "
+                  "others on their strict ones (docs/language.md, Relaxed "
+                  "floating point); strict figures come from a strict run"
+                : "strict (the default; `--fp relaxed` judges the relaxed "
+                  "mode in a run of its own)");
+  if (p->samples > 0)
     fprintf(f, "- screened: %s\n",
             p->all_splits
                 ? "every verified variant (`--all-splits`)"

@@ -145,6 +145,12 @@ void lm_fe_check(lm_fe *fe);
 /* Refuse the kernel if an f32 value may overflow for its declared input
  * ranges (range.c). */
 void lm_fe_ranges(lm_fe *fe);
+/* Lex, parse, check and range one source: lm_kernel_parse without the
+ * relaxed form. */
+lm_status lm_fe_kernel_parse(const char *file, const char *src, size_t len,
+                             lm_kernel **out, lm_error *err);
+/* Fill k's relaxed form and counts (relax.c). */
+void lm_fe_relax(lm_kernel *k);
 /* Node id's expression as .lk text, operands by name, cut to fit buf. */
 void lm_fe_node_str(const lm_kernel *k, int id, char *buf, size_t n);
 /* Describe a token for a message ("'x'", "end of line"); arena string. */

@@ -700,8 +700,8 @@ void lm_fe_parse(lm_fe *fe) {
 
 /* ---- entry points ------------------------------------------------------ */
 
-lm_status lm_kernel_parse(const char *file, const char *src, size_t len,
-                          lm_kernel **out, lm_error *err) {
+lm_status lm_fe_kernel_parse(const char *file, const char *src, size_t len,
+                            lm_kernel **out, lm_error *err) {
   *out = NULL;
   lm_arena *a = lm_arena_new();
   if (!a)
@@ -736,6 +736,14 @@ lm_status lm_kernel_parse(const char *file, const char *src, size_t len,
   return LM_OK;
 }
 
+lm_status lm_kernel_parse(const char *file, const char *src, size_t len,
+                          lm_kernel **out, lm_error *err) {
+  lm_status st = lm_fe_kernel_parse(file, src, len, out, err);
+  if (st == LM_OK)
+    lm_fe_relax(*out);
+  return st;
+}
+
 lm_status lm_kernel_load(const char *path, lm_kernel **out, lm_error *err) {
   *out = NULL;
   char *src;
@@ -749,6 +757,8 @@ lm_status lm_kernel_load(const char *path, lm_kernel **out, lm_error *err) {
 }
 
 void lm_kernel_free(lm_kernel *k) {
-  if (k)
-    lm_arena_free(k->arena);
+  if (!k)
+    return;
+  lm_kernel_free(k->relaxed);
+  lm_arena_free(k->arena);
 }

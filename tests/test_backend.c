@@ -76,7 +76,8 @@ static int sampled(void) {
   return rng % (uint64_t)every == 0;
 }
 
-/* Verify every legal variant of `rel` on every runnable ISA target. */
+/* Verify every legal variant of `rel` on every runnable ISA target, in both
+ * floating-point modes (relaxed where it applies). */
 static void check_all(const char *rel, const char *suite_name) {
   lm_kernel *k = load(rel);
   Shape shapes[32];
@@ -104,6 +105,7 @@ static void check_all(const char *rel, const char *suite_name) {
     lm_enum_opts eo;
     lm_enum_defaults(&eo);
     eo.isa = isas[ii];
+    eo.fps = 1u << LM_FP_STRICT | 1u << LM_FP_RELAXED; /* both modes */
     lm_variant *vs;
     lm_error err = {0};
     int nv = lm_variant_enumerate(k, &eo, &vs, &err);

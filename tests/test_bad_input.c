@@ -225,6 +225,13 @@ static const struct {
      "kernel rmsnorm calls no vector math: math does not apply"},
     {"kernels/masked_softmax.lk", "x86-64-v3/w8/l8/phase=reread/math=mvec/t1",
      "outside [-87.3, 88.7] where the routine stays on its vector path"},
+    /* the floating-point mode */
+    {RMS, "x86-64-v3/w8/l8/phase=reread/fp=fast/t1", "'fp=fast': fp must be strict or relaxed"},
+    {RMS, "x86-64-v3/w8/l8/phase=reread/t1/fp=relaxed", "unexpected field 'fp=relaxed'"},
+    {"kernels/masked_softmax.lk", "x86-64-v3/w8/l8/phase=reread/fp=relaxed/math=ir/t1",
+     "unexpected field 'math=ir'"},
+    {"kernels/swiglu.lk", "x86-64-v3/w8/l8/fp=relaxed/t1",
+     "kernel swiglu: fp=relaxed changes nothing"},
 };
 
 Test(bad_input, bad_variant_strings_exit_2_naming_the_variant_and_field_once) {
@@ -349,6 +356,14 @@ Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
       {{"predict", RMS, "--shape", "4,8", "--default-profile", "--isa", "z80", NULL},
        "unknown ISA target 'z80'"},
       {{"calibrate", "--isa", "z80", NULL}, "unknown ISA target 'z80'"},
+      {{"run", RMS, "--shape", "4,8", "--all-variants", "--fp", "fast", NULL},
+       "--fp 'fast': must be strict, both or relaxed"},
+      {{"run", RMS, "--shape", "4,8", "--variant", REREAD, "--fp", "relaxed", NULL},
+       "--fp goes with --all-variants"},
+      {{"evaluate", "--fp", "both", "--out", "/tmp/lanemap-never", NULL},
+       "--fp 'both': must be strict or relaxed"},
+      {{"evaluate", "--deploy", "--fp", "relaxed", "--out", "/tmp/lanemap-never", NULL},
+       "--deploy takes one --isa target and no --cases, --shard, --cross, --list or --fp"},
       {{"solve", "solver/examples/tiny.json", "-o", "/tmp/lanemap-never.json",
         "--default-profile", "--mip-gap", "nan", NULL},
        "--mip-gap: expected a number >= 0, got 'nan'"},

@@ -50,6 +50,7 @@ static lm_variant *variants_of(const lm_kernel *k, lm_isa isa, int *n) {
   eo.isa = isa;
   eo.workers[0] = 1, eo.workers[1] = 2, eo.workers[2] = 0;
   eo.grains[0] = 16; /* the gG split beside the default static and dynK */
+  eo.fps = 1u << LM_FP_STRICT | 1u << LM_FP_RELAXED; /* both modes */
   lm_variant *vs = NULL;
   lm_error err = {0};
   *n = lm_variant_enumerate(k, &eo, &vs, &err);

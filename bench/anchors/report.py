@@ -177,6 +177,45 @@ def main():
         L.append(f"| {cs['id']} | {cs['bytes'] / 2**20:.1f} | {us(rf['p50_ns'])} | "
                  f"{us(ch['p50_ns'])} | {100 * share:.0f}% | {cs['bytes'] / ch['p50_ns']:.1f} |")
     L.append("")
+    # ---- relaxed floating point
+    L.append("### Relaxed floating point (fp=relaxed), against C with -ffast-math")
+    L.append("")
+    L.append("The relaxed plan picks among the fp=relaxed variants of a kernel that relaxed mode "
+             "changes, and among its strict ones otherwise (docs/language.md, Relaxed floating "
+             "point). Paired ratios from the same rounds as the strict columns; < 1: lanemap is "
+             "faster.")
+    L.append("")
+    L.append("| case | relaxed chosen variant | relaxed chosen µs | / strict chosen | "
+             "/ plain C -O3 -ffast-math | / hand AVX-512 | relaxed best / fast-math |")
+    L.append("|---|---|---:|---:|---:|---:|---:|")
+    rfast = []
+    for cs in cases:
+        e = cs["entries"]
+        rc, rb = e.get("lanemap_relaxed_chosen", {}), e.get("lanemap_relaxed_best", {})
+        fa, ha, ch = e.get("plain_O3_fastmath", {}), e.get("hand_avx512", {}), e.get("lanemap_chosen", {})
+        if rc.get("status") != "ok":
+            L.append(f"| {cs['id']} | `{rc.get('variant', '?')}` | {cell(rc)} | | | | |")
+            continue
+        def rr(x):
+            return f"{x['relaxed_chosen_over']:.3f}" if x.get("status") == "ok" else cell(x or None)
+        if fa.get("status") == "ok":
+            rfast.append((cs["id"], fa["relaxed_chosen_over"]))
+        best = (f"{fa['relaxed_chosen_over'] / rb['relaxed_chosen_over']:.3f}"
+                if fa.get("status") == "ok" and rb.get("status") == "ok" else "")
+        L.append(f"| {cs['id']}{'' if cs.get('relaxes', True) else ' (strict: nothing to relax)'} "
+                 f"| `{rc.get('variant', '?')}` | {us(rc['p50_ns'])} | {rr(ch)} | {rr(fa)} | "
+                 f"{rr(ha)} | {best} |")
+    if rfast:
+        gm = geomean([r for _, r in rfast])
+        worst = max(rfast, key=lambda t: t[1])
+        above = [f"{i} {r:.2f}" for i, r in rfast if r > 1.0]
+        ok = gm <= 0.90 and worst[1] <= 1.10
+        L.append(f"| **geomean** | | | | **{gm:.3f}** | | |")
+        L.append("")
+        L.append(f"- relaxed chosen / plain C -O3 -ffast-math: geomean {gm:.3f} (target <= 0.90), "
+                 f"worst {worst[1]:.3f} on {worst[0]} (target <= 1.10): "
+                 f"**{'met' if ok else 'missed'}**; cases above 1.00: {', '.join(above) or 'none'}.")
+    L.append("")
     # ---- targets
     L.append("### Targets")
     L.append("")

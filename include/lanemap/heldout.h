@@ -196,6 +196,7 @@ typedef struct lm_eval_protocol {
   int canary;             /* the canary ran in every round */
   lm_noise_limits limits; /* of the verdicts */
   int all_splits;         /* no split pruning (LM_EVALUATE_SPLIT_TOP) */
+  lm_fp fp;               /* the floating-point mode (lm_eval_opts.fp) */
 } lm_eval_protocol;
 
 typedef struct lm_eval_run {
@@ -351,6 +352,10 @@ typedef struct lm_eval_opts {
   /* 1: screen every split of every code variant.  0 (the default): the
    * oracle's split pruning (LM_EVALUATE_SPLIT_TOP). */
   int all_splits;
+  /* The floating-point mode of every variant: LM_FP_RELAXED enumerates the
+   * relaxed variants of the kernels it changes (the others stay strict),
+   * so a run judges one mode and neither hides the other. */
+  lm_fp fp;
 } lm_eval_opts;
 
 /* A miss above the p90 target whose plan mapping, run with the best's
@@ -573,6 +578,7 @@ typedef struct lm_evaluate_options {
   int quick;           /* quick calibration and the quick protocol */
   int fresh;           /* ignore the records of an earlier run */
   int all_splits;      /* no split pruning (lm_eval_opts.all_splits) */
+  lm_fp fp;            /* floating-point mode (lm_eval_opts.fp) */
   /* Take a cached profile that calibration flagged noisy (passed to
    * lm_profile_lookup); the CLI also keeps its exit status 0 for a noisy
    * run with it.  `--accept-noisy`, env LANEMAP_ACCEPT_NOISY=1. */

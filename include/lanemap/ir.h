@@ -168,6 +168,13 @@ typedef struct lm_kernel {
   int nloops;        /* column loops the kernel needs (max tile level + 1) */
   lm_dtype elem;     /* the kernel's float type (f32 or f64) */
   lm_arena *arena;   /* owns everything above */
+  /* The relaxed floating-point form (variant field fp=relaxed): the kernel
+   * with divisions by row-uniform values and by square roots rewritten to
+   * multiplies by reciprocals (lm_kernel_relaxed).  Owned by the kernel. */
+  struct lm_kernel *relaxed; /* NULL: no rewrite (or relax_why) */
+  int relax_rewrites;        /* divisions rewritten */
+  int relax_contractions;    /* multiplies a fused multiply-add may absorb */
+  const char *relax_why;     /* why the relaxed form could not be built */
 } lm_kernel;
 
 /* Limits of a kernel that the checker enforces, because the backend and
@@ -198,6 +205,12 @@ void lm_kernel_hash(lm_keep const lm_kernel *k, char out[17]);
  * the input generator draws from (docs/language.md "Value ranges").
  * Unbounded values are [-inf, inf]. */
 void lm_kernel_ranges(lm_keep const lm_kernel *k, double *lo, double *hi);
+/* The kernel as fp=relaxed compiles and prices it: the rewritten twin, or
+ * k itself when no division is rewritten. */
+const lm_kernel *lm_kernel_relaxed(lm_keep const lm_kernel *k);
+/* Node `operand` is a multiply that relaxed mode may fuse into node
+ * `user` (an add, a subtract or a sum and the multiply's only use). */
+int lm_kernel_contractible(const lm_node *nodes, int user, int operand);
 /* Structural equality of two kernels' IR (ignoring source locations). */
 int lm_kernel_equal(const lm_kernel *a, const lm_kernel *b);
 

@@ -1,12 +1,13 @@
 /* lanemap variants: one full mapping configuration of one kernel
  * (DESIGN.md §6), with a stable string form such as
  *
- *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/math=mvec/t2/dyn4
+ *   x86-64-v4/w16/l1/priv=slot/glob=transpose/phase=snapshot/math=mvec/fp=relaxed/t2/dyn4
  *
  * Fields appear in that order.  `glob` appears only when L < W, `phase`
  * only when the kernel has a tile reused after a reduction, `priv` only
  * with phase=snapshot, `math` only when the kernel calls vector math and
- * the provider is not the default (sleef-u10), and the split (`static`,
+ * the provider is not the default (sleef-u10), `fp` only for the opt-in
+ * relaxed mode (strict is the default and is not written), and the split (`static`,
  * `dynK` or `gG`) only with more than one worker.  Illegal combinations are rejected with a reason;
  * they are never rewritten. */
 #ifndef LANEMAP_VARIANT_H
@@ -68,6 +69,16 @@ typedef enum lm_math {
 } lm_math;
 const char *lm_math_name(lm_math m); /* "sleef-u10", ... */
 
+/* The floating-point mode of a variant (docs/language.md "Relaxed floating
+ * point").  Strict is the default everywhere; relaxed is opt-in. */
+typedef enum lm_fp {
+  LM_FP_STRICT = 0, /* the source's operations, each rounded as written */
+  LM_FP_RELAXED,    /* reciprocals of row-uniform divisors, rsqrt, FMA
+                       contraction (lm_kernel_relaxed) */
+  LM_FP__COUNT
+} lm_fp;
+const char *lm_fp_name(lm_fp f); /* "strict", "relaxed" */
+
 /* The dynK values the enumeration offers (chunks per worker). */
 #define LM_SPLIT_DYN_MAX 1024
 
@@ -83,6 +94,7 @@ typedef struct lm_variant {
   lm_split split; /* workers > 1: how the rows are cut (0 with workers = 1) */
   int per_worker; /* LM_SPLIT_DYNAMIC: chunks per worker (K of dynK) */
   lm_math math;   /* vector math provider (LM_MATH_SLEEF without math) */
+  lm_fp fp;       /* floating-point mode */
 } lm_variant;
 
 #define LM_MAX_WORKERS 256
@@ -104,6 +116,8 @@ int lm_variant_same_code(const lm_variant *a, const lm_variant *b);
 int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide);
 const char *lm_isa_name(lm_isa isa); /* "x86-64-v4", ... */
 lm_status lm_isa_parse(const char *text, lm_isa *out, lm_error *err); /* also sse4.2, avx2, avx512 */
+/* Does the ISA have fused multiply-add (x86-64-v3 and up)? */
+int lm_isa_has_fma(lm_isa isa);
 /* Can this machine run code for the ISA? */
 int lm_isa_runnable(lm_isa isa);
 
@@ -136,9 +150,12 @@ typedef struct lm_enum_opts {
   unsigned maths;   /* bit m: offer provider m where it is legal; 0: the
                        default provider only (a kernel without vector math
                        has the default provider only, whatever the bits) */
+  unsigned fps;     /* bit f: offer mode f where it is legal; 0: strict only
+                       (a kernel that relaxed mode does not change has
+                       strict only, whatever the bits) */
 } lm_enum_opts;
 /* host, workers {1}; for t > 1: static and dyn2, dyn4, dyn8, dyn16, no gG;
- * every math provider */
+ * every math provider; strict only */
 void lm_enum_defaults(lm_enum_opts *o);
 
 /* All legal variants of k for the options, in a stable order.  *out is
