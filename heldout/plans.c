@@ -53,6 +53,7 @@ static lm_status build_workload(const lm_eval_opts *o, const lm_eval_run *run,
   lm_status st = lm_workload_set_isas(w, &o->isa, 1, err);
   if (st == LM_OK)
     st = lm_workload_set_workers(w, o->workers, nw, err);
+  w->fp = o->fp;
   /* (path, extra) -> kernel, (kernel, R, C) -> bucket: a scan of every
    * earlier kernel and bucket per case made large case lists quadratic */
   lm_strset *kernels = lm_strset_new(), *buckets = lm_strset_new();

@@ -60,6 +60,7 @@ static lm_status enumerate(const lm_workload *w, const lm_kernel *k, lm_variant 
     memset(eo.workers, 0, sizeof eo.workers);
     for (int j = 0; j < w->nworkers; j++)
       eo.workers[j] = w->workers[j];
+    eo.fps = 1u << w->fp;
     lm_variant *vs = NULL;
     int m = lm_variant_enumerate(k, &eo, &vs, err);
     if (m < 0)

@@ -317,6 +317,7 @@ static const char *const top_keys[] = {"schema",
                                        "about",
                                        "isa",
                                        "workers",
+                                       "fp",
                                        "max_variants_per_kernel",
                                        "compile_budget_ms",
                                        "compile_budget_variants",
@@ -485,6 +486,15 @@ static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
     if (lm_workload_set_workers(w, v, n, r->err) != LM_OK)
       return at(r, root, "workers");
   }
+  const char *fp = NULL;
+  if ((s = lm_json_string(r, root, "fp", LM_JSON_OPTIONAL, 16, &fp)))
+    return s;
+  if (fp && strcmp(fp, "strict") == 0)
+    w->fp = LM_FP_STRICT;
+  else if (fp && strcmp(fp, "relaxed") == 0)
+    w->fp = LM_FP_RELAXED;
+  else if (fp)
+    return lm_json_expected(r, root, "fp", "\"strict\" or \"relaxed\"");
   int64_t cap = 0, bv = -1;
   double bms = -1;
   if ((s = lm_json_int(r, root, "max_variants_per_kernel", LM_JSON_OPTIONAL, 0,
@@ -611,6 +621,8 @@ lm_status lm_workload_to_json_text(const lm_workload *w, char **out,
   cJSON *wk = cJSON_AddArrayToObject(root, "workers");
   for (int i = 0; i < w->nworkers; i++)
     cJSON_AddItemToArray(wk, cJSON_CreateNumber(w->workers[i]));
+  if (w->fp != LM_FP_STRICT) /* strict is the default: older files unchanged */
+    cJSON_AddStringToObject(root, "fp", lm_fp_name(w->fp));
   cJSON_AddNumberToObject(root, "max_variants_per_kernel",
                           w->max_variants_per_kernel);
   if (w->compile_budget_ms >= 0)
@@ -655,7 +667,7 @@ static int streq(const char *a, const char *b) {
 
 int lm_workload_equal(const lm_workload *a, const lm_workload *b) {
   if (a->nkernels != b->nkernels || a->nisa != b->nisa ||
-      a->nworkers != b->nworkers ||
+      a->nworkers != b->nworkers || a->fp != b->fp ||
       a->max_variants_per_kernel != b->max_variants_per_kernel ||
       a->compile_budget_ms != b->compile_budget_ms ||
       a->compile_budget_variants != b->compile_budget_variants)

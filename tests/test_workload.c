@@ -38,7 +38,7 @@ Test(workload, examples_load_and_bind) {
 Test(workload, bucket_forms_expand) {
   const char *t =
       "{\"schema\":\"lanemap.workload/1\",\"isa\":[\"avx2\",\"host\"],\"workers\":[1,2],"
-      "\"max_variants_per_kernel\":2,\"compile_budget_variants\":5,"
+      "\"fp\":\"relaxed\",\"max_variants_per_kernel\":2,\"compile_budget_variants\":5,"
       "\"kernels\":[{\"kernel\":\"rmsnorm.lk\",\"compile_ms\":12.5,\"max_variants\":1,"
       "\"buckets\":[{\"R\":3,\"C\":64,\"weight\":2},"
       "{\"C\":128,\"R\":[1,5],\"weights\":[7,8]},"
@@ -49,6 +49,7 @@ Test(workload, bucket_forms_expand) {
   cr_assert_eq(w->nisa, 2);
   cr_assert_eq(w->isa[0], LM_ISA_AVX2);
   cr_assert_eq(w->nworkers, 2);
+  cr_assert_eq(w->fp, LM_FP_RELAXED);
   cr_assert_eq(w->compile_budget_variants, 5);
   cr_assert(w->compile_budget_ms < 0);
   const lm_workload_kernel *k = &w->kernels[0];
@@ -123,6 +124,8 @@ static const struct {
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[\"z80\"],\"kernels\":[]}", "isa[0]:"},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[\"host\",\"host\"],\"kernels\":[]}", "isa[1]: host repeats"},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[3],\"kernels\":[]}", "isa[0]: expected a target"},
+    {"{\"schema\":\"lanemap.workload/1\",\"fp\":\"fast\",\"kernels\":[]}", "$.fp: expected \"strict\" or \"relaxed\", got \"fast\""},
+    {"{\"schema\":\"lanemap.workload/1\",\"fp\":1,\"kernels\":[]}", "$.fp: expected a non-empty string"},
     {"{\"schema\":\"lanemap.workload/1\",\"workers\":[0],\"kernels\":[]}", "workers[0]: expected an integer"},
     {"{\"schema\":\"lanemap.workload/1\",\"workers\":[1,1.5],\"kernels\":[]}", "workers[1]: expected an integer"},
     {"{\"schema\":\"lanemap.workload/1\",\"workers\":[],\"kernels\":[]}", "$.workers: expected an array of 1 to 8 elements"},

@@ -21,7 +21,11 @@
  * With --out DIR it also exports, for the Python peers, each case's inputs
  * and the oracle's output as raw little-endian files (DIR/data/CASE/NAME.bin,
  * the output as f64 in want.bin) and the chosen variant as an object file
- * (DIR/data/CASE/chosen.o), and writes all results to DIR/c.json.
+ * (DIR/data/CASE/chosen.o), and writes all results to DIR/c.json.  For the
+ * 2-thread comparison it also exports the plan's choice among one and two
+ * workers (DIR/data/CASE/chosen_t2.o, entry lanemap_chosen_t2), verified
+ * through lm_compiled_launch, with the cut peers.py launches it with
+ * (lm_pool_launch_sched on the shared pool, as lm_compiled_launch does).
  *
  *   bench_anchors [--quick] [--case ID] [--out DIR] [--samples N]
  *                 [--sample-ms MS] [--profile P]
@@ -196,6 +200,55 @@ static lm_status export_chosen(const char *dir, const char *id, const lm_kernel 
   for (int i = 0; i < sh->nsyms; i++)
     cJSON_AddItemToArray(js, cJSON_CreateNumber((double)sh->dims[i]));
   return LM_OK;
+}
+
+/* The plan's choice with up to two workers (strict): the argmin of the
+ * prediction over the variants of one and two workers, compiled, verified
+ * (lm_verify launches it with its workers) and exported as chosen_t2.o with
+ * the cut of one launch of all R rows, for peers.py to launch on lanemap's
+ * shared pool beside TorchInductor with two threads. */
+static lm_status export_t2(const char *dir, const char *id, const lm_kernel *k,
+                           const lm_shape *sh, lm_data *d, const lm_oracle *o,
+                           const lm_profile *prof, cJSON *jc, lm_error *err) {
+  lm_enum_opts eo;
+  lm_enum_defaults(&eo);
+  eo.workers[0] = 1, eo.workers[1] = 2, eo.workers[2] = 0;
+  lm_variant *vs = NULL;
+  int nv = lm_variant_enumerate(k, &eo, &vs, err), plan = -1;
+  double best = 0;
+  lm_status st = nv > 0 ? LM_OK : LM_EINPUT;
+  for (int i = 0; i < nv && st == LM_OK; i++) {
+    lm_prediction pr;
+    if ((st = lm_cost_predict(prof, k, &vs[i], sh, &pr, err)) == LM_OK &&
+        (plan < 0 || pr.ns < best))
+      plan = i, best = pr.ns;
+  }
+  lm_compiled *c = NULL;
+  lm_verify_result vr;
+  if (st == LM_OK && ((st = lm_compile(k, &vs[plan], NULL, &c, err)) != LM_OK ||
+                      (st = lm_verify(k, c, d, o, NULL, &vr, err)) != LM_OK))
+    fprintf(stderr, "%s: the 2-worker plan's variant fails: %s\n", id, err->msg);
+  lm_compiled_free(c);
+  if (st == LM_OK) {
+    char obj[1200], hdr[1200], name[128];
+    snprintf(obj, sizeof obj, "%s/data/%s/chosen_t2.o", dir, id);
+    snprintf(hdr, sizeof hdr, "%s/data/%s/chosen_t2.h", dir, id);
+    st = lm_emit_object(k, &vs[plan], "lanemap_chosen_t2", obj, hdr, err);
+    if (st == LM_OK) {
+      lm_cut cut;
+      lm_variant_cut(&vs[plan], sh->dims[0], &cut);
+      cJSON *t = cJSON_AddObjectToObject(jc, "t2");
+      cJSON_AddStringToObject(t, "variant", lm_variant_format(&vs[plan], name, sizeof name));
+      cJSON_AddStringToObject(t, "object", obj);
+      cJSON_AddNumberToObject(t, "predicted_ns", best);
+      cJSON_AddNumberToObject(t, "workers", vs[plan].workers);
+      cJSON_AddNumberToObject(t, "grain", (double)cut.grain);
+      cJSON_AddNumberToObject(t, "sched", cut.dynamic ? LM_SCHED_DYNAMIC : LM_SCHED_STATIC);
+      cJSON_AddNumberToObject(t, "batch", (double)cut.batch);
+    }
+  }
+  free(vs);
+  return st;
 }
 
 typedef struct CaseResult {
@@ -439,7 +492,8 @@ static int bench_case(const char *id, const char *kfile, int64_t R, int64_t C,
       }
     }
     if (op->out && (export_case(op->out, id, k, d, o, jc, &err) != LM_OK ||
-                    export_chosen(op->out, id, k, &vs[plan], &sh, jc, &err) != LM_OK))
+                    export_chosen(op->out, id, k, &vs[plan], &sh, jc, &err) != LM_OK ||
+                    export_t2(op->out, id, k, &sh, d, o, prof, jc, &err) != LM_OK))
       goto bad;
   }
   goto done;

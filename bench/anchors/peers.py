@@ -21,6 +21,11 @@ output allocation for torch; buffer wrapping for Halide).  That overhead is
 measured separately on a trivial 16-element operator and reported, so a
 reader can see on which cases it matters.
 
+Two threads: TorchInductor compiled again with torch.set_num_threads(2) is
+timed side by side with lanemap's plan among one and two workers
+(chosen_t2.so), launched on lanemap's shared pool with the cut
+bench_anchors exported (lm_pool_launch_sched, as lm_compiled_launch does).
+
     python peers.py DIR [--quick] [--case ID] [--samples N] [--only torch|halide]
 
 Writes DIR/peers.json.  Run from bench/anchors/run.sh, inside the bench
@@ -102,13 +107,14 @@ class Lanemap:
     from the object bench_anchors emitted), called through ctypes on the same
     buffers; None when it is missing.  Its output is checked like a peer's."""
 
-    def __init__(self, case, ins, scal):
+    def __init__(self, case, ins, scal, obj=None, symbol="lanemap_chosen"):
         import ctypes
-        so = os.path.splitext(case.get("chosen_object", ""))[0] + ".so"
-        if not case.get("chosen_object") or not os.path.exists(so):
+        obj = obj if obj is not None else case.get("chosen_object", "")
+        so = os.path.splitext(obj)[0] + ".so"
+        if not obj or not os.path.exists(so):
             raise FileNotFoundError(so)
         self.lib = ctypes.CDLL(so)
-        self.fn = self.lib.lanemap_chosen
+        self.fn = getattr(self.lib, symbol)
         self.fn.restype = None
         self.fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
         self.keep, slots = [], []
@@ -130,6 +136,39 @@ class Lanemap:
 
     def __call__(self):
         self.fn(self.ptr, 0, self.R)
+
+
+class LanemapT2(Lanemap):
+    """The plan's choice among one and two workers (chosen_t2.so), launched
+    on lanemap's shared pool with the exported cut, as lm_compiled_launch
+    launches it (one worker: inline)."""
+
+    def __init__(self, case, ins, scal):
+        import ctypes
+        t2 = case["t2"]
+        super().__init__(case, ins, scal, t2["object"], "lanemap_chosen_t2")
+
+        class Sched(ctypes.Structure):
+            _fields_ = [("kind", ctypes.c_int), ("batch", ctypes.c_int64)]
+
+        self.workers, self.grain = int(t2["workers"]), int(t2["grain"])
+        self.sched = Sched(int(t2["sched"]), int(t2["batch"]))
+        self.err = ctypes.create_string_buffer(4096)  # an lm_error
+        self.lib.lm_pool_shared.restype = ctypes.c_void_p
+        self.pool = self.lib.lm_pool_shared()
+        self.launch = self.lib.lm_pool_launch_sched
+        self.launch.restype = ctypes.c_int
+        self.launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        self.fnptr = ctypes.cast(self.fn, ctypes.c_void_p)
+        self.sref, self.eref = ctypes.byref(self.sched), ctypes.byref(self.err)
+
+    def __call__(self):
+        if self.workers == 1:
+            self.fn(self.ptr, 0, self.R)
+        elif self.launch(self.pool, self.fnptr, self.ptr, self.R, self.grain, self.workers,
+                         self.sref, self.eref) != 0:
+            raise RuntimeError(self.err.raw[4:].split(b"\0")[0].decode(errors="replace"))
 
 
 # ---- timing -----------------------------------------------------------------
@@ -193,10 +232,10 @@ def timed(call, lm, opts):
     return time_paired(call, lm, *opts) if lm else time_callable(call, *opts)
 
 
-def lanemap_for(case, ins, scal, want, out):
+def lanemap_for(case, ins, scal, want, out, cls=Lanemap):
     """The in-process lanemap entry, verified, or None (with the reason)."""
     try:
-        lm = Lanemap(case, ins, scal)
+        lm = cls(case, ins, scal)
         lm()
         bad, _ = check(lm.out, want)
         if bad:
@@ -288,6 +327,38 @@ def run_torch(cases, opts, out):
             except Exception as e:  # a peer that cannot run is reported, not fatal
                 res[key] = {"status": "error", "error": f"{type(e).__name__}: {e}"[:300]}
             print(f"  {case['id']:26s} {key:16s} {fmt(res[key])}", flush=True)
+    run_torch_t2(torch, ops, cases, opts, out)
+
+
+def run_torch_t2(torch, ops, cases, opts, out):
+    """TorchInductor with two threads against lanemap's plan among one and
+    two workers, paired."""
+    torch.set_num_threads(2)
+    torch._dynamo.reset()  # compile again: Inductor bakes the thread count in
+    for case in cases:
+        if "t2" not in case:
+            continue
+        ins, scal, want, _ = load_case(case)
+        ins = shape_inputs(case["kernel"], ins, int(case["R"]))
+        args = [scal[n] if n in scal else torch.from_numpy(ins[n]) for n in ARGS[case["kernel"]]]
+        res = out["cases"].setdefault(case["id"], {})
+        lm = lanemap_for(case, ins, scal, want, out, LanemapT2)
+        key = "torch_inductor_t2"
+        try:
+            call = torch.compile(ops[case["kernel"]], dynamic=False)
+            y = call(*args)
+            bad, mx = check(y.numpy(), want)
+            if bad:
+                res[key] = {"status": "fails-oracle", "mismatches": bad, "max_abs_err": mx}
+            elif lm is None:
+                res[key] = {"status": "error", "error": "lanemap's 2-worker plan is not available"}
+            else:
+                res[key] = dict(status="ok", max_abs_err=mx, lanemap_variant=case["t2"]["variant"],
+                                **time_paired(lambda: call(*args), lm, *opts))
+        except Exception as e:
+            res[key] = {"status": "error", "error": f"{type(e).__name__}: {e}"[:300]}
+        print(f"  {case['id']:26s} {key:16s} {fmt(res[key])}", flush=True)
+    torch.set_num_threads(1)
 
 
 # ---- Halide -----------------------------------------------------------------

@@ -216,6 +216,36 @@ def main():
                  f"worst {worst[1]:.3f} on {worst[0]} (target <= 1.10): "
                  f"**{'met' if ok else 'missed'}**; cases above 1.00: {', '.join(above) or 'none'}.")
     L.append("")
+    # ---- two threads
+    if peers and any("torch_inductor_t2" in pc for pc in peers["cases"].values()):
+        L.append("### Two threads: lanemap's plan among 1 and 2 workers against TorchInductor "
+                 "with 2 threads")
+        L.append("")
+        L.append("Inductor compiled with torch.set_num_threads(2); lanemap's plan (the prediction's "
+                 "argmin over the variants of 1 and 2 workers) launched on lanemap's shared pool "
+                 "through ctypes, paired in the peer's process; < 1: lanemap is faster.")
+        L.append("")
+        L.append("| case | lanemap plan (t1/t2) | lanemap µs | Inductor 2 threads µs | "
+                 "lanemap / Inductor 2 threads |")
+        L.append("|---|---|---:|---:|---:|")
+        r2 = []
+        ov = peers.get("inductor_overhead_ns", 0)
+        for cs in cases:
+            x = peers["cases"].get(cs["id"], {}).get("torch_inductor_t2")
+            if not x:
+                continue
+            if x.get("status") != "ok":
+                L.append(f"| {cs['id']} | `{cs.get('t2', {}).get('variant', '?')}` | | {cell(x)} | |")
+                continue
+            r = x["chosen_over_paired"]
+            if ov < 0.05 * x["p50_ns"]:
+                r2.append((cs["id"], r))
+            L.append(f"| {cs['id']} | `{x['lanemap_variant']}` | {us(x['lanemap_p50_ns'])} | "
+                     f"{us(x['p50_ns'])} | {r:.3f} |")
+        if r2:
+            L.append(f"| **geomean, cases where Inductor's per-call overhead is under 5%** | | | | "
+                     f"**{geomean([r for _, r in r2]):.3f}** |")
+        L.append("")
     # ---- targets
     L.append("### Targets")
     L.append("")

@@ -54,7 +54,7 @@ if [ "$peers" = 1 ]; then
   # the chosen variants as shared objects, so peers.py times lanemap's code
   # side by side with each peer in its own process
   lib=$(dirname "$(find "$build" -maxdepth 1 -name 'liblanemap.so' | head -1)")
-  for o in "$out"/data/*/chosen.o; do
+  for o in "$out"/data/*/chosen.o "$out"/data/*/chosen_t2.o; do
     [ -f "$o" ] || continue
     cc -shared -o "${o%.o}.so" "$o" -L"$lib" -Wl,-rpath,"$lib" -llanemap -lsleef -lm
   done

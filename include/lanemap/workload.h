@@ -62,6 +62,9 @@ typedef struct lm_workload {
   int nisa;
   int workers[8]; /* worker counts to enumerate; default {1} */
   int nworkers;
+  lm_fp fp; /* floating-point mode of the variants (lm_enum_opts.fps):
+               strict by default; relaxed enumerates the fp=relaxed variants
+               of the kernels it changes, the strict ones of the others */
   int max_variants_per_kernel; /* 0 = no cap */
   double compile_budget_ms;    /* < 0 = no budget */
   int compile_budget_variants; /* < 0 = no budget; at most one of the two */
