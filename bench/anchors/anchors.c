@@ -10,7 +10,8 @@
  * kernel that relaxed mode changes, else its strict ones: what `lanemap
  * evaluate --fp relaxed` judges);
  * the hand AVX-512 kernel in TorchInductor's structure; plain C at -O3 and
- * at -O3 -ffast-math (clang-19); and the memory roofline (anchors.h).  Every
+ * at -O3 -ffast-math (clang-19); the memory roofline and the pass roofline
+ * of the chosen variant's column loops (anchors.h).  Every
  * entry except the roofline is verified against the FP64 oracle with guards
  * (lm_verify / lm_verify_entry) before it is timed; an entry that fails is
  * reported as failing and not timed.  The final round times the surviving
@@ -38,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "costmodel/counts.h"
 #include "lanemap/json.h"
 
 #include "bench/anchors/anchors.h"
@@ -51,10 +53,11 @@ typedef struct Opts {
 } Opts;
 
 /* The entries of the final round, in this order. */
-enum { E_CHOSEN, E_BEST, E_RCHOSEN, E_RBEST, E_HAND, E_PLAIN, E_FAST, E_ROOF, E__COUNT };
+enum { E_CHOSEN, E_BEST, E_RCHOSEN, E_RBEST, E_HAND, E_PLAIN, E_FAST, E_ROOF, E_PASSES, E__COUNT };
 static const char *entry_key[E__COUNT] = {
-    "lanemap_chosen", "lanemap_best",     "lanemap_relaxed_chosen", "lanemap_relaxed_best",
-    "hand_avx512",    "plain_O3",         "plain_O3_fastmath",      "roofline"};
+    "lanemap_chosen", "lanemap_best",      "lanemap_relaxed_chosen", "lanemap_relaxed_best",
+    "hand_avx512",    "plain_O3",          "plain_O3_fastmath",      "roofline",
+    "pass_roofline"};
 
 /* A native entry timed over all R rows of one launch. */
 typedef struct Native {
@@ -73,6 +76,10 @@ static volatile uint64_t roofline_sink;
 static void run_roofline(void *ctx, int64_t reps) {
   for (int64_t i = 0; i < reps; i++)
     roofline_sink ^= anchor_roofline_run(ctx);
+}
+static void run_passes(void *ctx, int64_t reps) {
+  for (int64_t i = 0; i < reps; i++)
+    roofline_sink ^= anchor_passes_run(ctx);
 }
 
 /* The profile the plan uses: the one given, else the cached calibrated
@@ -130,6 +137,33 @@ static void roofline_of(const lm_kernel *k, const lm_data *d, anchor_roofline *r
     else if (!pa->is_output && rl->nin < ANCHOR_MAX_REGIONS)
       rl->in[rl->nin++] = g;
   }
+}
+
+/* The pass roofline of a variant (anchors.h): each input read as many
+ * times per row as the variant's column loops read it from memory (the
+ * cost model's count, costmodel/counts.h), row by row. */
+static lm_status passes_of(const lm_kernel *k, const lm_variant *v, const lm_data *d,
+                           anchor_passes *p, lm_error *err) {
+  lm_cost_counts cc;
+  if (lm_cost_counts_build(k, v, &cc, err) != LM_OK)
+    return err->status;
+  memset(p, 0, sizeof *p);
+  roofline_of(k, d, &p->rl);
+  p->R = d->shape.dims[0];
+  for (int q = 0, b = 0, ni = 0, no = 0; q < k->nparams; q++) {
+    const lm_param *pa = &k->params[q];
+    if (pa->kind != LM_PARAM_BUFFER)
+      continue;
+    int rows = pa->dims[0].sym == 0 && pa->dims[0].coef == 1;
+    if (pa->is_output && no < ANCHOR_MAX_REGIONS)
+      p->out_rows[no++] = rows;
+    else if (!pa->is_output && ni < ANCHOR_MAX_REGIONS) {
+      p->in_rows[ni] = rows;
+      p->passes[ni++] = cc.buf[b].nloads > 0 ? cc.buf[b].nloads : 1;
+    }
+    b++;
+  }
+  return LM_OK;
 }
 
 static int mkdirs(const char *path) {
@@ -429,6 +463,11 @@ static int bench_case(const char *id, const char *kfile, int64_t R, int64_t C,
   res.bytes = anchor_roofline_bytes(&rl);
   slot[E_ROOF] = nf;
   fin[nf++] = (lm_timed){entry_key[E_ROOF], run_roofline, &rl};
+  anchor_passes ps;
+  if (passes_of(k, &vs[plan], d, &ps, &err) != LM_OK)
+    goto bad;
+  slot[E_PASSES] = nf;
+  fin[nf++] = (lm_timed){entry_key[E_PASSES], run_passes, &ps};
   lm_timing_opts to;
   lm_timing_defaults(&to);
   to.samples = op->samples;

@@ -80,6 +80,22 @@ typedef struct anchor_roofline {
 /* One launch of the streaming copy over all rows of *rl; returns a value
  * folded from every byte read, which the caller keeps. */
 uint64_t anchor_roofline_run(const anchor_roofline *rl);
+
+/* The pass roofline: the memory traffic of the kernel's column loops with
+ * no arithmetic.  Row by row, each input region is read `passes` times
+ * (its row when `rows` is set, else the whole region, which a column
+ * vector or a per-row value is), then each output row is written; outputs
+ * that are not rows are written once at the end.  With a pass each it
+ * moves the bytes of the copy roofline, but one row at a time, as the
+ * kernel does. */
+typedef struct anchor_passes {
+  anchor_roofline rl;
+  int64_t R;
+  int passes[ANCHOR_MAX_REGIONS];      /* per input region */
+  int in_rows[ANCHOR_MAX_REGIONS];     /* the region is R rows */
+  int out_rows[ANCHOR_MAX_REGIONS];
+} anchor_passes;
+uint64_t anchor_passes_run(const anchor_passes *p);
 /* Bytes moved by one launch (read + written). */
 int64_t anchor_roofline_bytes(const anchor_roofline *rl);
 

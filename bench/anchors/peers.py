@@ -154,9 +154,12 @@ class LanemapT2(Lanemap):
         self.workers, self.grain = int(t2["workers"]), int(t2["grain"])
         self.sched = Sched(int(t2["sched"]), int(t2["batch"]))
         self.err = ctypes.create_string_buffer(4096)  # an lm_error
-        self.lib.lm_pool_shared.restype = ctypes.c_void_p
-        self.pool = self.lib.lm_pool_shared()
-        self.launch = self.lib.lm_pool_launch_sched
+        # the runtime: liblanemap itself (run.sh names it), which the
+        # object's shared library may not list when it calls nothing of it
+        rt = ctypes.CDLL(os.environ["LANEMAP_LIB"]) if os.environ.get("LANEMAP_LIB") else self.lib
+        rt.lm_pool_shared.restype = ctypes.c_void_p
+        self.pool = rt.lm_pool_shared()
+        self.launch = rt.lm_pool_launch_sched
         self.launch.restype = ctypes.c_int
         self.launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                 ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
@@ -243,7 +246,7 @@ def lanemap_for(case, ins, scal, want, out, cls=Lanemap):
                 "status": "fails-oracle", "mismatches": bad}
             return None
         return lm
-    except (OSError, KeyError) as e:
+    except (OSError, KeyError, AttributeError) as e:
         out.setdefault("lanemap_in_process", f"not available: {e}")
         return None
 

@@ -164,18 +164,30 @@ def main():
     L.append(f"### Share of the copy roofline reached by lanemap's chosen code (cases moving more "
              f"than L2 = {l2 // 1024} KiB)")
     L.append("")
-    L.append("| case | MiB moved | roofline µs | chosen µs | share (paired) | GB/s at chosen |")
-    L.append("|---|---:|---:|---:|---:|---:|")
+    L.append("The pass roofline moves the bytes of the chosen variant's column loops with no "
+             "arithmetic: row by row, each input read as many times as its loops read it from "
+             "memory (the cost model's count), then the output row written. The relaxed share is "
+             "the relaxed chosen variant's.")
+    L.append("")
+    L.append("| case | MiB moved | roofline µs | pass roofline µs | chosen µs | share (paired) | "
+             "share of the pass roofline | relaxed share | GB/s at chosen |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     shares = {}
     for cs in cases:
         e = cs["entries"]
         ch, rf = e.get("lanemap_chosen", {}), e.get("roofline", {})
+        ps, rc = e.get("pass_roofline", {}), e.get("lanemap_relaxed_chosen", {})
         if cs["bytes"] <= l2 or ch.get("status") != "ok" or rf.get("status") != "ok":
             continue
         share = 1 / rf["chosen_over"]
         shares[cs["id"]] = share
+        pshare = f"{100 / ps['chosen_over']:.0f}%" if ps.get("status") == "ok" else "–"
+        rshare = (f"{100 * rf['relaxed_chosen_over'] ** -1:.0f}%"
+                  if rc.get("status") == "ok" and "relaxed_chosen_over" in rf else "–")
         L.append(f"| {cs['id']} | {cs['bytes'] / 2**20:.1f} | {us(rf['p50_ns'])} | "
-                 f"{us(ch['p50_ns'])} | {100 * share:.0f}% | {cs['bytes'] / ch['p50_ns']:.1f} |")
+                 f"{us(ps['p50_ns']) if ps.get('status') == 'ok' else '–'} | "
+                 f"{us(ch['p50_ns'])} | {100 * share:.0f}% | {pshare} | {rshare} | "
+                 f"{cs['bytes'] / ch['p50_ns']:.1f} |")
     L.append("")
     # ---- relaxed floating point
     L.append("### Relaxed floating point (fp=relaxed), against C with -ffast-math")

@@ -41,6 +41,28 @@ uint64_t anchor_roofline_run(const anchor_roofline *rl) {
   return (uint64_t)_mm512_reduce_or_epi64(acc);
 }
 
+uint64_t anchor_passes_run(const anchor_passes *p) {
+  const anchor_roofline *rl = &p->rl;
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t r = 0; r < p->R; r++) {
+    for (int i = 0; i < rl->nin; i++) {
+      int64_t n = p->in_rows[i] ? rl->in[i].bytes / p->R : rl->in[i].bytes;
+      const char *b = (const char *)rl->in[i].base + (p->in_rows[i] ? r * n : 0);
+      for (int k = 0; k < p->passes[i]; k++)
+        acc = read_bytes(b, n, acc);
+    }
+    for (int i = 0; i < rl->nout; i++)
+      if (p->out_rows[i]) {
+        int64_t n = rl->out[i].bytes / p->R;
+        write_bytes((char *)rl->out[i].base + r * n, n, acc);
+      }
+  }
+  for (int i = 0; i < rl->nout; i++)
+    if (!p->out_rows[i])
+      write_bytes(rl->out[i].base, rl->out[i].bytes, acc);
+  return (uint64_t)_mm512_reduce_or_epi64(acc);
+}
+
 int64_t anchor_roofline_bytes(const anchor_roofline *rl) {
   int64_t b = 0;
   for (int i = 0; i < rl->nin; i++)

@@ -71,6 +71,7 @@ if [ "$peers" = 1 ]; then
   fi
   # Freed output tensors stay in the heap, so a call does not page-fault
   # fresh memory in; bench/anchors/README.md says why.
+  LANEMAP_LIB="$lib/liblanemap.so" \
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
     "$venv/bin/python" "$here/peers.py" "$out" "${quick[@]}" "${case[@]}" "${samples[@]}" 2>"$out/peers.err" \
     | tee "$out/peers.md" || { echo "run.sh: peers.py failed, see $out/peers.err" >&2; exit 3; }
