@@ -122,8 +122,9 @@ int lm_sched_math_calls(const lm_schedule *s, lm_dtype t);
 /* fp=relaxed lets LLVM replace 1/sqrt(u) of type t by an estimate refined
  * by one Newton step (x86 has estimates for f32 only): then it costs
  * LM_SCHED_RSQRT_OPS vector operations and no divider lanes. */
-#define LM_SCHED_RSQRT_OPS 5 /* rsqrt, 3 multiplies, 1 FMA: counted in the
-                                assembly LLVM 19 emits on x86-64-v2..v4 */
+#define LM_SCHED_RSQRT_OPS 5 /* rsqrt and 4 multiplies and adds (one FMA on
+                                v3 and v4): counted in the assembly LLVM 19
+                                emits on x86-64-v2..v4 */
 int lm_sched_rsqrt_estimated(const lm_schedule *s, lm_dtype t);
 /* Instance loads and stores (one value per row): a masked vector access of
  * G = W consecutive rows for L = 1, else a gather or scatter of W lanes. */

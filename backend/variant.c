@@ -324,8 +324,8 @@ static lm_status check_mapping(const lm_kernel *k, const lm_variant *v,
 }
 
 /* fp=relaxed applies where it changes the code: a division it rewrites or
- * a multiply it may contract. */
-static lm_status check_fp(const lm_kernel *k, lm_fp fp, lm_error *err) {
+ * a multiply it may contract on an ISA with FMA. */
+static lm_status check_fp(const lm_kernel *k, lm_isa isa, lm_fp fp, lm_error *err) {
   if (fp == LM_FP_STRICT)
     return LM_OK;
   if (fp != LM_FP_RELAXED)
@@ -340,13 +340,19 @@ static lm_status check_fp(const lm_kernel *k, lm_fp fp, lm_error *err) {
                         "by a row-uniform value or a square root, no "
                         "multiply feeding an add or a sum",
                         k->name);
+  if (!k->relax_rewrites && !lm_isa_has_fma(isa))
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %s: fp=relaxed changes nothing on %s, which "
+                        "has no FMA: no division by a row-uniform value or a "
+                        "square root to rewrite",
+                        k->name, lm_isa_name(isa));
   return LM_OK;
 }
 
 lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
                            lm_error *err) {
   if (check_mapping(k, v, err) != LM_OK ||
-      check_fp(k, v->fp, err) != LM_OK)
+      check_fp(k, v->isa, v->fp, err) != LM_OK)
     return LM_EINPUT;
   return lm_vmath_check(k, v->math, err);
 }
@@ -454,7 +460,7 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
                       : mp == LM_MATH_SLEEF;
   /* the modes offered, by the same rule: strict where relaxed is not legal */
   unsigned fps = o->fps ? o->fps : 1u << LM_FP_STRICT;
-  if (check_fp(k, LM_FP_RELAXED, NULL) != LM_OK)
+  if (check_fp(k, o->isa, LM_FP_RELAXED, NULL) != LM_OK)
     fps = 1u << LM_FP_STRICT;
   for (int wi = 0; wi < nw; wi++) {
     int w = widths[wi];

@@ -44,7 +44,8 @@ static const char usage[] =
     "               fastest mappings; docs/evaluation.md, Split pruning)\n"
     "  --fp M       floating-point mode: strict (default) or relaxed, the\n"
     "               fp=relaxed variants of every kernel it changes, judged in\n"
-    "               a run of their own (docs/language.md)\n"
+    "               a run of their own (docs/language.md); relaxed writes to\n"
+    "               lanemap-evaluate-relaxed unless --out is given\n"
     "  --profile P  the calibrated profile to use (one ISA target only)\n"
     "  --cache-dir D  the profile cache (also LANEMAP_CACHE_DIR), shared by\n"
     "               the nodes of a cluster: one profile per machine type\n"
@@ -70,7 +71,7 @@ typedef struct eval_cli {
   int deploy; /* --deploy and its options */
   const char *spec;
   int budgets[LM_DEPLOY_MAX_BUDGETS], nbudgets, shapes;
-  int given_cases, given_shard, given_cross;
+  int given_cases, given_shard, given_cross, given_out, given_fp;
 } eval_cli;
 
 static void print_stats(const lm_evaluate_target *t) {
@@ -237,6 +238,7 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
     } else if ((r = cli_arg_value(argc, argv, &i, "--out", &v)) ||
                (r = cli_arg_value(argc, argv, &i, "-o", &v))) {
       o->out = v;
+      a->given_out = 1;
     } else if ((r = cli_arg_value(argc, argv, &i, "--isa", &v))) {
       if (r > 0 && parse_isas(v, o, &err) != LM_OK)
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
@@ -257,6 +259,7 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       if (r > 0 && cli_fp_modes(v, 0, &fps, &err) != LM_OK)
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
       o->fp = fps >> LM_FP_RELAXED & 1 ? LM_FP_RELAXED : LM_FP_STRICT;
+      a->given_fp = 1;
     } else {
       return cli_usage_error(usage, "evaluate", "unexpected argument '%s'", s);
     }
@@ -267,10 +270,14 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
     return cli_usage_error(usage, "evaluate",
                            "--spec, --budgets and --shapes go with --deploy");
   if (a->deploy && (a->given_cases || a->given_shard || cross || a->list ||
-                    o->nisa > 1 || o->fp != LM_FP_STRICT))
+                    o->nisa > 1 || a->given_fp))
     return cli_usage_error(usage, "evaluate",
                            "--deploy takes one --isa target and no --cases, "
                            "--shard, --cross, --list or --fp");
+  /* a relaxed run keeps its records apart: in one folder, a run of the
+   * other mode would measure every case again and replace them */
+  if (o->fp == LM_FP_RELAXED && !a->given_out)
+    o->out = "lanemap-evaluate-relaxed";
   if (cross && o->nisa > 1)
     return cli_usage_error(usage, "evaluate",
                            "--cross applies to one --isa target only");

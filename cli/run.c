@@ -87,10 +87,10 @@ static int parse(int argc, char **argv, run_opts *o) {
   if (o->plan || o->workload) {
     if (!o->plan || !o->workload)
       return cli_usage_error(usage, "run", "--plan and --workload go together");
-    if (o->file || o->shape || o->variants || o->all || o->dump)
+    if (o->file || o->shape || o->variants || o->all || o->dump || o->fp)
       return cli_usage_error(usage, "run",
-                             "--plan takes its kernels and shapes from the workload"
-                             " (and dumps nothing)");
+                             "--plan takes its kernels, shapes and variants from the"
+                             " workload and the plan (and dumps nothing)");
     return LM_OK;
   }
   if (!o->file)

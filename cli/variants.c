@@ -66,8 +66,8 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
   }
   if (fp)
     return lm_error_set(err, LM_EINPUT,
-                        "--fp goes with --all-variants; a variant string "
-                        "names its own mode (fp=relaxed)");
+                        "--fp goes with --all-variants (--all for predict); "
+                        "a variant string names its own mode (fp=relaxed)");
   if (!list || !*list)
     return lm_error_set(err, LM_EINPUT, "no variant given (--variant V or --all-variants)");
   char *copy = strdup(list), *save = NULL;

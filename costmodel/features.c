@@ -118,16 +118,20 @@ int lm_term_math(lm_math m, lm_op op) {
   return (unsigned)m < LM_MATH__COUNT && col >= 0 ? t[m][col] : -1;
 }
 
-/* Multiplies fused into node nd by contraction (fp=relaxed with FMA): each
- * saves the multiply's operation. */
+/* 1 when node nd absorbs a multiply by contraction (fp=relaxed with FMA),
+ * saving its operation: one product per add (a*b - c*d is one FMA and one
+ * multiply), and not one read back from a snapshot in this loop. */
 static int fused(const Cx *c, const lm_node *nd) {
   if (!c->s->contract)
     return 0;
-  int id = (int)(nd - c->k->nodes), f = 0;
-  f += nd->a >= 0 && lm_kernel_contractible(c->k->nodes, id, nd->a);
-  f += nd->b >= 0 && nd->b != nd->a &&
-       lm_kernel_contractible(c->k->nodes, id, nd->b);
-  return f;
+  int id = (int)(nd - c->k->nodes), ops[2] = {nd->a, nd->b};
+  for (int i = 0; i < 2; i++) {
+    const lm_node *m = ops[i] >= 0 ? &c->k->nodes[ops[i]] : NULL;
+    if (m && lm_kernel_contractible(c->k->nodes, id, ops[i]) &&
+        !(c->snapshot && m->snap && m->level < c->loop))
+      return 1;
+  }
+  return 0;
 }
 
 static void op_cost(Cx *c, const lm_node *nd) {

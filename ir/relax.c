@@ -26,17 +26,22 @@ static int is_flt(lm_dtype t) { return t == LM_F32 || t == LM_F64; }
 
 int lm_kernel_contractible(const lm_node *nodes, int user, int operand) {
   const lm_node *x = &nodes[user], *m = &nodes[operand];
-  return is_flt(x->dtype) && m->op == LM_OP_MUL && m->nuses == 1 &&
+  /* computed where its user is: both per element (a sum's operand is), or
+   * both per row; a per-row multiply feeding a per-element add is computed
+   * once per packet, outside the column loop, and cannot fuse */
+  int here = x->op == LM_OP_RSUM ? m->tile : m->tile == x->tile;
+  return is_flt(x->dtype) && m->op == LM_OP_MUL && m->nuses == 1 && here &&
          (x->op == LM_OP_ADD || x->op == LM_OP_SUB || x->op == LM_OP_RSUM);
 }
 
-/* Multiplies fused into their single user (an add, a subtract or a sum). */
+/* Adds, subtracts and sums that absorb a multiply: one each, as an FMA
+ * fuses one product (a*b - c*d is one FMA and one multiply). */
 static int contractions(const lm_kernel *k) {
   int n = 0;
   for (int i = 0; i < k->nnodes; i++) {
     const lm_node *x = &k->nodes[i];
-    n += x->a >= 0 && lm_kernel_contractible(k->nodes, i, x->a);
-    n += x->b >= 0 && x->b != x->a && lm_kernel_contractible(k->nodes, i, x->b);
+    n += (x->a >= 0 && lm_kernel_contractible(k->nodes, i, x->a)) ||
+         (x->b >= 0 && lm_kernel_contractible(k->nodes, i, x->b));
   }
   return n;
 }

@@ -232,6 +232,8 @@ static const struct {
      "unexpected field 'math=ir'"},
     {"kernels/swiglu.lk", "x86-64-v3/w8/l8/fp=relaxed/t1",
      "kernel swiglu: fp=relaxed changes nothing"},
+    {"kernels/rope.lk", "x86-64-v2/w4/l4/fp=relaxed/t1",
+     "kernel rope: fp=relaxed changes nothing on x86-64-v2, which has no FMA"},
 };
 
 Test(bad_input, bad_variant_strings_exit_2_naming_the_variant_and_field_once) {
@@ -360,6 +362,9 @@ Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
        "--fp 'fast': must be strict, both or relaxed"},
       {{"run", RMS, "--shape", "4,8", "--variant", REREAD, "--fp", "relaxed", NULL},
        "--fp goes with --all-variants"},
+      {{"run", "--plan", "/tmp/lanemap-never.json", "--workload", "/tmp/lanemap-never.json",
+        "--fp", "relaxed", NULL},
+       "--plan takes its kernels, shapes and variants from the workload and the plan"},
       {{"evaluate", "--fp", "both", "--out", "/tmp/lanemap-never", NULL},
        "--fp 'both': must be strict or relaxed"},
       {{"evaluate", "--deploy", "--fp", "relaxed", "--out", "/tmp/lanemap-never", NULL},

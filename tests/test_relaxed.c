@@ -186,6 +186,41 @@ Test(relaxed, the_field_parses_formats_and_is_refused_where_it_changes_nothing) 
   lm_kernel_free(k);
 }
 
+Test(relaxed, contraction_needs_fma_and_fuses_one_product_per_add) {
+  lm_kernel *k = load("kernels/rope.lk"); /* a*cs - b*sn, a*sn + b*cs */
+  cr_expect_eq(k->relax_rewrites, 0);
+  cr_expect_eq(k->relax_contractions, 2, "one product per add or subtract");
+  lm_error err = {0};
+  lm_variant v2 = variant("x86-64-v2/w4/l4/fp=relaxed/t1");
+  cr_expect_eq(lm_variant_check(k, &v2, &err), LM_EINPUT);
+  cr_expect(strstr(err.msg, "which has no FMA"), "%s", err.msg);
+  lm_enum_opts eo;
+  lm_enum_defaults(&eo);
+  eo.isa = LM_ISA_SSE42;
+  eo.fps = 1u << LM_FP_RELAXED;
+  lm_variant *vs;
+  int n = lm_variant_enumerate(k, &eo, &vs, &err);
+  cr_expect_gt(n, 0);
+  for (int i = 0; i < n; i++)
+    cr_expect_eq(vs[i].fp, LM_FP_STRICT, "x86-64-v2 keeps strict rope");
+  free(vs);
+  lm_variant s3 = variant("x86-64-v3/w8/l8/t1"), r3 = variant("x86-64-v3/w8/l8/fp=relaxed/t1");
+  lm_cost_counts cs, cr;
+  cr_assert_eq(lm_cost_counts_build(k, &s3, &cs, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_cost_counts_build(k, &r3, &cr, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(cs.step_main[LM_T_VOP] - cr.step_main[LM_T_VOP], 2,
+               "a main step fuses two products: %g against %g",
+               cr.step_main[LM_T_VOP], cs.step_main[LM_T_VOP]);
+  lm_kernel_free(k);
+  /* a per-row product feeding a per-element add is computed once per
+   * packet and does not fuse */
+  lm_kernel *u = parse("kernel u(x: f32[R, C], s: f32[R]) -> (y: f32[R, C]) {\n"
+                       "  y[r, :] = x[r, :] + s[r] * 2\n"
+                       "}\n");
+  cr_expect_eq(u->relax_contractions, 0);
+  lm_kernel_free(u);
+}
+
 Test(relaxed, enumeration_offers_relaxed_variants_only_when_asked) {
   lm_kernel *k = load("kernels/rmsnorm.lk"), *relu = parse(relu_src);
   lm_enum_opts eo;

@@ -235,19 +235,20 @@ def timed(call, lm, opts):
     return time_paired(call, lm, *opts) if lm else time_callable(call, *opts)
 
 
-def lanemap_for(case, ins, scal, want, out, cls=Lanemap):
-    """The in-process lanemap entry, verified, or None (with the reason)."""
+def lanemap_for(case, ins, scal, want, out, cls=Lanemap, key="lanemap_in_process"):
+    """The in-process lanemap entry, verified, or None (with the reason,
+    under `key`)."""
     try:
         lm = cls(case, ins, scal)
         lm()
         bad, _ = check(lm.out, want)
         if bad:
-            out["cases"].setdefault(case["id"], {})["lanemap_in_process"] = {
+            out["cases"].setdefault(case["id"], {})[key] = {
                 "status": "fails-oracle", "mismatches": bad}
             return None
         return lm
-    except (OSError, KeyError, AttributeError) as e:
-        out.setdefault("lanemap_in_process", f"not available: {e}")
+    except (OSError, KeyError, AttributeError, RuntimeError) as e:
+        out.setdefault(key, f"not available: {e}")
         return None
 
 
@@ -345,7 +346,7 @@ def run_torch_t2(torch, ops, cases, opts, out):
         ins = shape_inputs(case["kernel"], ins, int(case["R"]))
         args = [scal[n] if n in scal else torch.from_numpy(ins[n]) for n in ARGS[case["kernel"]]]
         res = out["cases"].setdefault(case["id"], {})
-        lm = lanemap_for(case, ins, scal, want, out, LanemapT2)
+        lm = lanemap_for(case, ins, scal, want, out, LanemapT2, "lanemap_t2_in_process")
         key = "torch_inductor_t2"
         try:
             call = torch.compile(ops[case["kernel"]], dynamic=False)

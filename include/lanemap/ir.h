@@ -209,7 +209,9 @@ void lm_kernel_ranges(lm_keep const lm_kernel *k, double *lo, double *hi);
  * k itself when no division is rewritten. */
 const lm_kernel *lm_kernel_relaxed(lm_keep const lm_kernel *k);
 /* Node `operand` is a multiply that relaxed mode may fuse into node
- * `user` (an add, a subtract or a sum and the multiply's only use). */
+ * `user`: an add, a subtract or a sum, the multiply's only use, computed
+ * where the user is (both per element or both per row).  An FMA fuses one
+ * product, so a user absorbs at most one of its operands. */
 int lm_kernel_contractible(const lm_node *nodes, int user, int operand);
 /* Structural equality of two kernels' IR (ignoring source locations). */
 int lm_kernel_equal(const lm_kernel *a, const lm_kernel *b);

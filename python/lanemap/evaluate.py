@@ -38,7 +38,8 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
              accept_noisy: bool = False,
              shard: Optional[Tuple[int, int]] = None, seed: int = 1,
              cross: Optional[Union[str, bool]] = None,
-             all_splits: bool = False, progress=None) -> dict:
+             all_splits: bool = False, fp: str = "strict",
+             progress=None) -> dict:
     """Held-out regret of the plan and the baseline policies
     (``lm_evaluate``): per ISA target take the profile (given, cached, or
     calibrated and cached), predict, solve, compile, measure every variant
@@ -52,7 +53,11 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
     and ``notes``: the (warning, line) pairs the library reported.
     ``shard`` = (i, n) evaluates block i of n of the cases; ``all_splits``
     screens every split and every math provider of every code variant
-    (``--all-splits``) instead of the oracle's pruning."""
+    (``--all-splits``) instead of the oracle's pruning; ``fp="relaxed"``
+    judges the relaxed floating-point mode in a run of its own
+    (``--fp relaxed``)."""
+    if fp not in ("strict", "relaxed"):
+        raise InputError("fp: expected 'strict' or 'relaxed', got %r" % (fp,))
     o = ffi.new("lm_evaluate_options *")
     lib.lm_evaluate_options_defaults(o)
     keep = [c_path(cases if cases is not None else bundled_cases()),
@@ -71,6 +76,7 @@ def evaluate(out: PathLike, cases: Optional[PathLike] = None,
         o.cross, o.cross_isa = 1, isa_value(cross)
     o.quick, o.fresh = int(quick), int(fresh)
     o.all_splits = int(all_splits)
+    o.fp = lib.LM_FP_RELAXED if fp == "relaxed" else lib.LM_FP_STRICT
     o.accept_noisy = lib.lm_profile_accept_noisy(int(accept_noisy))
     if shard is not None:
         o.shard_i, o.shard_n = shard

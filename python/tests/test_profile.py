@@ -116,6 +116,29 @@ def test_evaluate_all_splits_times_every_verified_variant(tmp_path,
                                   "report.md").read_text()
 
 
+def test_evaluate_relaxed_judges_the_relaxed_variants(tmp_path, source_dir):
+    cases = {"schema": "lanemap.cases/1", "cases": [
+        {"id": "rmsnorm-9x40",
+         "kernel": os.path.join(source_dir, "kernels", "rmsnorm.lk"),
+         "shape": [9, 40]}]}
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    lanemap.Profile.default("avx2").save(tmp_path / "p.json")
+    with pytest.raises(lanemap.InputError, match="fp"):
+        lanemap.evaluate(tmp_path / "bad", cases=tmp_path / "cases.json",
+                         isa=["avx2"], quick=True, fp="fast", progress=False)
+    res = lanemap.evaluate(tmp_path / "out", cases=tmp_path / "cases.json",
+                           isa=["avx2"], quick=True, cross=False,
+                           profile=tmp_path / "p.json", accept_noisy=True,
+                           fp="relaxed", progress=False)
+    assert res["failures"] == 0
+    rows = lanemap.read_records(tmp_path / "out" / "x86-64-v3" /
+                                "records.jsonl")
+    assert rows and all("/fp=relaxed/" in r["variant"] for r in rows)
+    assert all(r["protocol"].endswith(" fp=relaxed") for r in rows)
+    assert "**relaxed**" in (tmp_path / "out" / "x86-64-v3" /
+                             "report.md").read_text()
+
+
 def test_deploy_two_kernels(tmp_path, source_dir):
     spec = {"schema": "lanemap.deploy/1", "seed": 3, "shapes": 2,
             "quick_shapes": 2, "buckets": 3, "quick_max_elements": 65536,
