@@ -24,7 +24,7 @@
  * the output as f64 in want.bin) and the chosen variant as an object file
  * (DIR/data/CASE/chosen.o), and writes all results to DIR/c.json.  For the
  * 2-thread comparison it also exports the plan's choice among one and two
- * workers (DIR/data/CASE/chosen_t2.o, entry lanemap_chosen_t2), verified
+ * workers (lanemap solve's, near ties settled) (DIR/data/CASE/chosen_t2.o, entry lanemap_chosen_t2), verified
  * through lm_compiled_launch, with the cut peers.py launches it with
  * (lm_pool_launch_sched on the shared pool, as lm_compiled_launch does).
  *
@@ -44,6 +44,7 @@
 
 #include "bench/anchors/anchors.h"
 #include "lanemap/calibrate.h"
+#include "lanemap/plan.h"
 #include "lanemap/verify.h"
 
 typedef struct Opts {
@@ -236,53 +237,86 @@ static lm_status export_chosen(const char *dir, const char *id, const lm_kernel 
   return LM_OK;
 }
 
-/* The plan's choice with up to two workers (strict): the argmin of the
- * prediction over the variants of one and two workers, compiled, verified
- * (lm_verify launches it with its workers) and exported as chosen_t2.o with
- * the cut of one launch of all R rows, for peers.py to launch on lanemap's
- * shared pool beside TorchInductor with two threads. */
-static lm_status export_t2(const char *dir, const char *id, const lm_kernel *k,
-                           const lm_shape *sh, lm_data *d, const lm_oracle *o,
-                           const lm_profile *prof, cJSON *jc, lm_error *err) {
-  lm_enum_opts eo;
-  lm_enum_defaults(&eo);
-  eo.workers[0] = 1, eo.workers[1] = 2, eo.workers[2] = 0;
-  lm_variant *vs = NULL;
-  int nv = lm_variant_enumerate(k, &eo, &vs, err), plan = -1;
-  double best = 0;
-  lm_status st = nv > 0 ? LM_OK : LM_EINPUT;
-  for (int i = 0; i < nv && st == LM_OK; i++) {
-    lm_prediction pr;
-    if ((st = lm_cost_predict(prof, k, &vs[i], sh, &pr, err)) == LM_OK &&
-        (plan < 0 || pr.ns < best))
-      plan = i, best = pr.ns;
+/* The plan's choice with up to two workers (strict), as `lanemap solve`
+ * makes it: a workload of the one case (host ISA, workers 1 and 2), its
+ * near ties settled (lm_plan_problem_settle, which prefers the named
+ * defaults' pick and then t1 among variants the bootstrap cannot tell
+ * apart), solved.  The variant is compiled, verified (lm_verify launches it
+ * with its workers) and exported as chosen_t2.o with the cut of one launch
+ * of all R rows, for peers.py to launch on lanemap's shared pool beside
+ * TorchInductor with two threads. */
+static lm_status plan_t2(const char *kfile, const lm_shape *sh, int64_t C,
+                         const lm_profile *prof, lm_variant *out, double *pred,
+                         lm_error *err) {
+  lm_workload *w = lm_workload_new("<anchors>", NULL, err);
+  if (!w)
+    return err->status;
+  const lm_isa isa = LM_ISA_HOST;
+  const int workers[2] = {1, 2};
+  int ki = -1, have = 0;
+  lm_plan_problem pp = {0};
+  lm_solve_result res = {0};
+  lm_solve_opts so;
+  lm_solve_defaults(&so);
+  lm_plan_build_opts bo = {0, 1};
+  const lm_profile *profs[1] = {prof};
+  lm_status st = lm_workload_add_kernel(w, kfile, NULL, &ki, err);
+  if (st == LM_OK)
+    st = lm_workload_add_bucket(w, ki, sh->dims[0], C, 1, err);
+  if (st == LM_OK)
+    st = lm_workload_set_isas(w, &isa, 1, err);
+  if (st == LM_OK)
+    st = lm_workload_set_workers(w, workers, 2, err);
+  if (st == LM_OK)
+    st = lm_workload_bind(w, err);
+  if (st == LM_OK)
+    st = lm_plan_problem_build(w, profs, &bo, &pp, err);
+  if (st == LM_OK)
+    st = lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, err);
+  if (st == LM_OK && (st = lm_solve(&pp.p, &so, &res, err)) == LM_OK) {
+    have = 1;
+    int v = res.choice[res.bucket_start[0]];
+    *out = pp.pk[0].variants[v];
+    *pred = pp.pk[0].point ? pp.pk[0].point[v] : pp.pk[0].cost[v];
   }
+  if (have)
+    lm_solve_result_free(&res);
+  lm_plan_problem_free(&pp);
+  lm_workload_free(w);
+  return st;
+}
+
+static lm_status export_t2(const char *dir, const char *id, const char *kfile,
+                           const lm_kernel *k, const lm_shape *sh, int64_t C, lm_data *d,
+                           const lm_oracle *o, const lm_profile *prof, cJSON *jc,
+                           lm_error *err) {
+  lm_variant v;
+  double pred = 0;
+  lm_status st = plan_t2(kfile, sh, C, prof, &v, &pred, err);
   lm_compiled *c = NULL;
   lm_verify_result vr;
-  if (st == LM_OK && ((st = lm_compile(k, &vs[plan], NULL, &c, err)) != LM_OK ||
+  if (st == LM_OK && ((st = lm_compile(k, &v, NULL, &c, err)) != LM_OK ||
                       (st = lm_verify(k, c, d, o, NULL, &vr, err)) != LM_OK))
     fprintf(stderr, "%s: the 2-worker plan's variant fails: %s\n", id, err->msg);
   lm_compiled_free(c);
-  if (st == LM_OK) {
-    char obj[1200], hdr[1200], name[128];
-    snprintf(obj, sizeof obj, "%s/data/%s/chosen_t2.o", dir, id);
-    snprintf(hdr, sizeof hdr, "%s/data/%s/chosen_t2.h", dir, id);
-    st = lm_emit_object(k, &vs[plan], "lanemap_chosen_t2", obj, hdr, err);
-    if (st == LM_OK) {
-      lm_cut cut;
-      lm_variant_cut(&vs[plan], sh->dims[0], &cut);
-      cJSON *t = cJSON_AddObjectToObject(jc, "t2");
-      cJSON_AddStringToObject(t, "variant", lm_variant_format(&vs[plan], name, sizeof name));
-      cJSON_AddStringToObject(t, "object", obj);
-      cJSON_AddNumberToObject(t, "predicted_ns", best);
-      cJSON_AddNumberToObject(t, "workers", vs[plan].workers);
-      cJSON_AddNumberToObject(t, "grain", (double)cut.grain);
-      cJSON_AddNumberToObject(t, "sched", cut.dynamic ? LM_SCHED_DYNAMIC : LM_SCHED_STATIC);
-      cJSON_AddNumberToObject(t, "batch", (double)cut.batch);
-    }
-  }
-  free(vs);
-  return st;
+  if (st != LM_OK)
+    return st;
+  char obj[1200], hdr[1200], name[128];
+  snprintf(obj, sizeof obj, "%s/data/%s/chosen_t2.o", dir, id);
+  snprintf(hdr, sizeof hdr, "%s/data/%s/chosen_t2.h", dir, id);
+  if ((st = lm_emit_object(k, &v, "lanemap_chosen_t2", obj, hdr, err)) != LM_OK)
+    return st;
+  lm_cut cut;
+  lm_variant_cut(&v, sh->dims[0], &cut);
+  cJSON *t = cJSON_AddObjectToObject(jc, "t2");
+  cJSON_AddStringToObject(t, "variant", lm_variant_format(&v, name, sizeof name));
+  cJSON_AddStringToObject(t, "object", obj);
+  cJSON_AddNumberToObject(t, "predicted_ns", pred);
+  cJSON_AddNumberToObject(t, "workers", v.workers);
+  cJSON_AddNumberToObject(t, "grain", (double)cut.grain);
+  cJSON_AddNumberToObject(t, "sched", cut.dynamic ? LM_SCHED_DYNAMIC : LM_SCHED_STATIC);
+  cJSON_AddNumberToObject(t, "batch", (double)cut.batch);
+  return LM_OK;
 }
 
 typedef struct CaseResult {
@@ -532,7 +566,7 @@ static int bench_case(const char *id, const char *kfile, int64_t R, int64_t C,
     }
     if (op->out && (export_case(op->out, id, k, d, o, jc, &err) != LM_OK ||
                     export_chosen(op->out, id, k, &vs[plan], &sh, jc, &err) != LM_OK ||
-                    export_t2(op->out, id, k, &sh, d, o, prof, jc, &err) != LM_OK))
+                    export_t2(op->out, id, kfile, k, &sh, C, d, o, prof, jc, &err) != LM_OK))
       goto bad;
   }
   goto done;
