@@ -286,15 +286,24 @@ class Kernel:
     # ---- variants and predictions ---------------------------------------
 
     def variants(self, isa: str = "host", workers: Sequence[int] = (1,),
-                 grains: Sequence[int] = ()) -> List[str]:
+                 grains: Sequence[int] = (), fp: str = "strict") -> List[str]:
         """Every legal variant for an ISA target ("host", "avx512",
         "x86-64-v3", ...), with the worker counts given, in the library's
         stable order.  Worker counts above 1 come with the default splits
         (static, dyn2, dyn4, dyn8, dyn16); ``grains`` (in packets) adds
-        fixed-grain gG splits."""
+        fixed-grain gG splits.  ``fp`` is "strict" (the default),
+        "relaxed" (the fp=relaxed variants where relaxed mode changes the
+        kernel, else the strict ones) or "both"."""
+        modes = {"strict": 1 << lib.LM_FP_STRICT,
+                 "relaxed": 1 << lib.LM_FP_RELAXED,
+                 "both": 1 << lib.LM_FP_STRICT | 1 << lib.LM_FP_RELAXED}
+        if fp not in modes:
+            raise InputError("fp: expected 'strict', 'relaxed' or 'both', got %r"
+                             % (fp,))
         o = ffi.new("lm_enum_opts *")
         lib.lm_enum_defaults(o)
         o.isa = isa_value(isa)
+        o.fps = modes[fp]
         _fill_list(o.workers, workers, "workers")
         if grains:
             _fill_list(o.grains, grains, "grains")
@@ -314,20 +323,22 @@ class Kernel:
         call(lib.lm_variant_check, self._k, parse_variant(variant))
 
     def predict(self, shape: ShapeLike, variant: Optional[str] = None,
-                profile=None, explain: bool = False, isa: str = "host"):
+                profile=None, explain: bool = False, isa: str = "host",
+                fp: str = "strict"):
         """Predicted time of one launch, in ns.
 
         With ``variant``, one prediction; without, every legal variant of
         ``isa``, fastest first (``lanemap predict``).  ``profile`` is a
         Profile, a path, "default" for the uncalibrated named defaults, or
-        None for this machine's cached profile of the ISA.  A prediction is
+        None for this machine's cached profile of the ISA; ``fp`` picks the
+        floating-point modes as ``variants`` does.  A prediction is
         a dict: variant, predicted_ns, p5_ns, p95_ns; with ``explain`` also
         ``terms`` ({term: {"count", "ns"}} for every term with a count, as
         ``predict --json`` prints them), compute_ns, memory_ns, fork_ns,
         join_ns (what the workers' late join adds) and memory_bound."""
         from .profile import Profile
         sh = self.shape(shape)
-        names = [variant] if variant else self.variants(isa)
+        names = [variant] if variant else self.variants(isa, fp=fp)
         out = []
         profiles = {}  # one per ISA target, loaded once
         for name in names:

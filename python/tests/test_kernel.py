@@ -218,6 +218,20 @@ def test_bad_variants_and_shapes(rmsnorm):
     assert k.shape((33, 127)).dims == {"R": 33, "C": 127}
 
 
+def test_relaxed_variants_are_offered_only_when_asked(rmsnorm):
+    k, _ = rmsnorm
+    strict = k.variants("avx2")
+    relaxed = k.variants("avx2", fp="relaxed")
+    assert not any("/fp=relaxed/" in v for v in strict)
+    assert len(relaxed) == len(strict)
+    assert all("/fp=relaxed/" in v for v in relaxed)
+    assert len(k.variants("avx2", fp="both")) == 2 * len(strict)
+    p = k.predict("33,127", relaxed[0], profile="default")
+    assert p["predicted_ns"] > 0
+    with pytest.raises(lanemap.InputError, match="fp"):
+        k.variants("avx2", fp="fast")
+
+
 def test_constants_keep_their_types():
     assert lanemap.lib.LM_BOOTSTRAP_SEED == 0x6c616e656d6170
     assert isinstance(lanemap.lib.LM_BOOTSTRAP_SEED, int)
