@@ -94,14 +94,20 @@ def test_evaluate_two_cases(tmp_path, source_dir):
     assert again["targets"][0]["measured"] == 0
 
 
-def test_evaluate_all_splits_times_every_verified_variant(tmp_path,
-                                                         source_dir):
+def one_case(tmp_path, source_dir, kernel, R, C):
+    """tmp_path/cases.json with one suite kernel at R x C, and the avx2
+    default profile as tmp_path/p.json."""
     cases = {"schema": "lanemap.cases/1", "cases": [
-        {"id": "swiglu-40x64",
-         "kernel": os.path.join(source_dir, "kernels", "swiglu.lk"),
-         "shape": [40, 64]}]}
+        {"id": "%s-%dx%d" % (kernel, R, C),
+         "kernel": os.path.join(source_dir, "kernels", kernel + ".lk"),
+         "shape": [R, C]}]}
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     lanemap.Profile.default("avx2").save(tmp_path / "p.json")
+
+
+def test_evaluate_all_splits_times_every_verified_variant(tmp_path,
+                                                         source_dir):
+    one_case(tmp_path, source_dir, "swiglu", 40, 64)
     res = lanemap.evaluate(tmp_path / "out", cases=tmp_path / "cases.json",
                            isa=["avx2"], quick=True, cross=False,
                            profile=tmp_path / "p.json", accept_noisy=True,
@@ -117,12 +123,7 @@ def test_evaluate_all_splits_times_every_verified_variant(tmp_path,
 
 
 def test_evaluate_relaxed_judges_the_relaxed_variants(tmp_path, source_dir):
-    cases = {"schema": "lanemap.cases/1", "cases": [
-        {"id": "rmsnorm-9x40",
-         "kernel": os.path.join(source_dir, "kernels", "rmsnorm.lk"),
-         "shape": [9, 40]}]}
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    lanemap.Profile.default("avx2").save(tmp_path / "p.json")
+    one_case(tmp_path, source_dir, "rmsnorm", 9, 40)
     with pytest.raises(lanemap.InputError, match="fp"):
         lanemap.evaluate(tmp_path / "bad", cases=tmp_path / "cases.json",
                          isa=["avx2"], quick=True, fp="fast", progress=False)
