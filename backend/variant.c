@@ -90,6 +90,13 @@ const char *lm_fp_name(lm_fp f) {
   return (unsigned)f < LM_FP__COUNT ? fp_name[f] : "?";
 }
 
+int lm_fp_lookup(const char *name) {
+  for (int i = 0; i < LM_FP__COUNT; i++)
+    if (strcmp(fp_name[i], name) == 0)
+      return i;
+  return -1;
+}
+
 char *lm_variant_format(const lm_variant *v, char *buf, size_t n) {
   int k = snprintf(buf, n, "%s/w%d/l%d", lm_isa_name(v->isa), v->w, v->l);
   if (v->priv != LM_PRIV_NONE)
@@ -245,9 +252,7 @@ lm_status lm_variant_parse(const char *text, lm_variant *out, lm_error *err) {
                             f);
       v.math = i, have_math = 1;
     } else if (strncmp(f, "fp=", 3) == 0 && have_l && !have_fp && !have_t) {
-      int i = strcmp(f + 3, "strict") == 0    ? LM_FP_STRICT
-              : strcmp(f + 3, "relaxed") == 0 ? LM_FP_RELAXED
-                                               : -1;
+      int i = lm_fp_lookup(f + 3);
       if (i < 0)
         return lm_error_set(err, LM_EINPUT,
                             "'%s': fp must be strict or relaxed", f);

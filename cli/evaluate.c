@@ -255,10 +255,11 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       if (r > 0 && cli_parse_u64("--seed", v, CLI_SEED_MAX, &o->seed, &err))
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
     } else if ((r = cli_arg_value(argc, argv, &i, "--fp", &v))) {
-      unsigned fps = 0;
+      unsigned fps = 0; /* one mode: its bit */
       if (r > 0 && cli_fp_modes(v, 0, &fps, &err) != LM_OK)
         return cli_usage_error(usage, "evaluate", "%s", err.msg);
-      o->fp = fps >> LM_FP_RELAXED & 1 ? LM_FP_RELAXED : LM_FP_STRICT;
+      if (r > 0)
+        o->fp = (lm_fp)lm_fp_lookup(v);
       a->given_fp = 1;
     } else {
       return cli_usage_error(usage, "evaluate", "unexpected argument '%s'", s);

@@ -9,10 +9,9 @@
 
 lm_status cli_fp_modes(const char *text, int with_both, unsigned *out,
                        lm_error *err) {
-  if (!text || strcmp(text, "strict") == 0)
-    *out = 1u << LM_FP_STRICT;
-  else if (strcmp(text, "relaxed") == 0)
-    *out = 1u << LM_FP_RELAXED;
+  int mode = text ? lm_fp_lookup(text) : LM_FP_STRICT;
+  if (mode >= 0)
+    *out = 1u << mode;
   else if (with_both && strcmp(text, "both") == 0)
     *out = 1u << LM_FP_STRICT | 1u << LM_FP_RELAXED;
   else

@@ -76,7 +76,6 @@ void lm_fe_relax(lm_kernel *k) {
     if (x->op != LM_OP_DIV || !is_flt(x->dtype) || !x->tile)
       continue;
     const lm_node *b = &nodes[x->b];
-    int r;
     if (!b->tile) { /* a row-uniform divisor: its reciprocal, once per row */
       if (b->op == LM_OP_SQRT) {
         nodes[n] = fresh(LM_OP_RSQRT, b, 0);
@@ -94,9 +93,8 @@ void lm_fe_relax(lm_kernel *k) {
     } else {
       continue;
     }
-    r = n++;
     x->op = LM_OP_MUL;
-    x->b = r;
+    x->b = n++; /* the reciprocal */
     k->relax_rewrites++;
   }
   if (!k->relax_rewrites) {

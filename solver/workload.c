@@ -489,12 +489,10 @@ static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
   const char *fp = NULL;
   if ((s = lm_json_string(r, root, "fp", LM_JSON_OPTIONAL, 16, &fp)))
     return s;
-  if (fp && strcmp(fp, "strict") == 0)
-    w->fp = LM_FP_STRICT;
-  else if (fp && strcmp(fp, "relaxed") == 0)
-    w->fp = LM_FP_RELAXED;
-  else if (fp)
+  int mode = fp ? lm_fp_lookup(fp) : LM_FP_STRICT;
+  if (mode < 0)
     return lm_json_expected(r, root, "fp", "\"strict\" or \"relaxed\"");
+  w->fp = (lm_fp)mode;
   int64_t cap = 0, bv = -1;
   double bms = -1;
   if ((s = lm_json_int(r, root, "max_variants_per_kernel", LM_JSON_OPTIONAL, 0,

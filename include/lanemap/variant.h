@@ -78,6 +78,7 @@ typedef enum lm_fp {
   LM_FP__COUNT
 } lm_fp;
 const char *lm_fp_name(lm_fp f); /* "strict", "relaxed" */
+int lm_fp_lookup(const char *name); /* the mode named so, or -1 */
 
 /* The dynK values the enumeration offers (chunks per worker). */
 #define LM_SPLIT_DYN_MAX 1024
