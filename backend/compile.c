@@ -47,6 +47,11 @@ static void init_targets(void) {
   LLVMInitializeX86TargetMC();
   LLVMInitializeX86AsmPrinter();
   LLVMInitializeX86AsmParser();
+  LLVMInitializeAArch64TargetInfo();
+  LLVMInitializeAArch64Target();
+  LLVMInitializeAArch64TargetMC();
+  LLVMInitializeAArch64AsmPrinter();
+  LLVMInitializeAArch64AsmParser();
 }
 
 static double now_ms(void) {
@@ -62,10 +67,28 @@ static lm_status llvm_error(lm_error *err, const char *what, LLVMErrorRef e) {
   return LM_ESYS;
 }
 
+/* The triple, CPU and features a variant's ISA names, never the host's
+ * unless it is `host`.  AArch64 targets use LLVM's generic CPU, so that no
+ * one core's scheduling model is assumed; SVE's vector length is set per
+ * function (lm_lower_module adds vscale_range), which lets LLVM lower the
+ * fixed-length vectors of the lowering to predicated SVE code. */
+static void target_of(lm_isa isa, const char **triple, const char **cpu,
+                      const char **feat) {
+  *triple = "x86_64-unknown-linux-gnu";
+  *cpu = lm_isa_name(isa);
+  *feat = "";
+  if (lm_isa_is_aarch64(isa)) {
+    *triple = "aarch64-unknown-linux-gnu";
+    *cpu = "generic";
+    *feat = lm_isa_sve_bits(isa) ? "+neon,+fp-armv8,+sve" : "+neon,+fp-armv8";
+  }
+}
+
 lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
                             lm_error *err) {
   pthread_once(&init_once, init_targets);
-  const char *triple = "x86_64-unknown-linux-gnu";
+  const char *triple, *tcpu, *tfeat;
+  target_of(isa, &triple, &tcpu, &tfeat);
   char *msg = NULL;
   LLVMTargetRef t;
   if (LLVMGetTargetFromTriple(triple, &t, &msg)) {
@@ -79,7 +102,7 @@ lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
     feat = LLVMGetHostCPUFeatures();
   }
   *out = LLVMCreateTargetMachine(
-      t, triple, cpu ? cpu : lm_isa_name(isa), feat ? feat : "",
+      t, triple, cpu ? cpu : tcpu, feat ? feat : tfeat,
       LLVMCodeGenLevelAggressive, jit ? LLVMRelocDefault : LLVMRelocPIC,
       jit ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
   LLVMDisposeMessage(cpu);
@@ -227,12 +250,87 @@ static void count_asm(const char *text, lm_counts *c) {
       c->asm_scatters++;
     if (starts(s, "vmaskmov") || starts(s, "vpmaskmov"))
       c->asm_maskmov++;
+    if (starts(s, "vblendv") || starts(s, "vpblendv") || starts(s, "vblendm") ||
+        starts(s, "vpblendm"))
+      c->asm_blends++;
     if (strstr(s, "{%k"))
       c->asm_kmasked++;
     if (starts(s, "vdiv") || starts(s, "vsqrt") || starts(s, "div") ||
         starts(s, "sqrt"))
       c->asm_div_sqrt++;
     if (starts(s, "call") || starts(s, "jmp\tSleef") || starts(s, "jmp\t_ZGV"))
+      c->asm_calls++;
+    for (size_t i = 0; i < sizeof shuffles / sizeof shuffles[0]; i++)
+      if (starts(s, shuffles[i])) {
+        c->asm_shuffles++;
+        break;
+      }
+  }
+}
+
+/* An operand that names a vector register: v<n>, q<n> or z<n> (SVE). */
+static int vector_operand(const char *ops) {
+  for (const char *p = ops; *p; p++)
+    if ((p == ops || p[-1] == ' ' || p[-1] == '{' || p[-1] == ',' ||
+         p[-1] == '[' || p[-1] == '\t') &&
+        (*p == 'v' || *p == 'q' || *p == 'z') && p[1] >= '0' && p[1] <= '9')
+      return 1;
+  return 0;
+}
+
+/* The same counts off AArch64 assembly (NEON and SVE).  Masked moves are
+ * SVE's predicated contiguous loads and stores (ld1w/st1w ... p<n>);
+ * gathers and scatters take a vector of offsets inside the brackets;
+ * pairs are ldp/stp of q registers (the reference report's paired
+ * accesses); blends are bsl/bif/bit and SVE's sel. */
+static void count_asm_aarch64(const char *text, lm_counts *c) {
+  static const char *shuffles[] = {"zip1", "zip2", "uzp1", "uzp2", "trn1",
+                                   "trn2", "ext\t", "tbl", "tbx", "ins\t",
+                                   "splice", "rev64", "uunpk", "sunpk",
+                                   "dup\t", "mov\tv", "mov\tz"};
+  for (const char *l = text; *l;) {
+    const char *e = strchr(l, '\n');
+    size_t n = e ? (size_t)(e - l) : strlen(l);
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)(n < 511 ? n : 511), l);
+    l += n + (e ? 1 : 0);
+    char *s = line;
+    while (*s == ' ' || *s == '\t')
+      s++;
+    if (strstr(s, "Spill"))
+      c->asm_spills++;
+    if (strstr(s, "Reload"))
+      c->asm_reloads++;
+    char *cm = strstr(s, "//");
+    if (cm)
+      *cm = 0;
+    size_t len = strlen(s);
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+      s[--len] = 0;
+    if (!*s || *s == '.' || s[len - 1] == ':')
+      continue;
+    c->asm_instructions++;
+    const char *ops = strchr(s, '\t');
+    ops = ops ? ops : "";
+    if (vector_operand(ops))
+      c->asm_vector++;
+    const char *br = strchr(ops, '[');
+    int vec_index = br && vector_operand(br + 1) && strchr(br, 'z');
+    int ld = starts(s, "ld1") || starts(s, "ldff1") || starts(s, "ldnf1");
+    if (ld && vec_index)
+      c->asm_gathers++;
+    else if (starts(s, "st1") && vec_index)
+      c->asm_scatters++;
+    else if ((ld || starts(s, "st1")) && strstr(ops, "}, p"))
+      c->asm_maskmov++;
+    if ((starts(s, "ldp\tq") || starts(s, "stp\tq")))
+      c->asm_pairs++;
+    if (starts(s, "bsl") || starts(s, "bif") || starts(s, "bit\t") ||
+        starts(s, "sel\tz"))
+      c->asm_blends++;
+    if (starts(s, "fdiv") || starts(s, "fsqrt"))
+      c->asm_div_sqrt++;
+    if (starts(s, "bl\t") || starts(s, "blr\t"))
       c->asm_calls++;
     for (size_t i = 0; i < sizeof shuffles / sizeof shuffles[0]; i++)
       if (starts(s, shuffles[i])) {
@@ -290,8 +388,14 @@ lm_status lm_compile(const lm_kernel *k, const lm_variant *v,
     opts = &defaults;
   }
   double t0 = now_ms();
-  LLVMOrcLLJITRef jit;
-  if (jit_for(v->isa, &jit, err) != LM_OK)
+  if (!opts->no_entry && !lm_isa_runnable(v->isa))
+    return lm_error_set(err, LM_EINPUT,
+                        "%s code cannot run on this machine; write an object "
+                        "for it (lanemap emit --object, lanemap compile --aot) "
+                        "and run it there",
+                        lm_isa_name(v->isa));
+  LLVMOrcLLJITRef jit = NULL;
+  if (!opts->no_entry && jit_for(v->isa, &jit, err) != LM_OK)
     return LM_ESYS;
   lm_compiled *c = calloc(1, sizeof *c);
   c->v = *v;
@@ -331,7 +435,18 @@ lm_status lm_compile(const lm_kernel *k, const lm_variant *v,
     c->asm_text[n] = 0;
     LLVMDisposeMemoryBuffer(buf);
     LLVMDisposeModule(clone);
-    count_asm(c->asm_text, &c->counts);
+    if (lm_isa_is_aarch64(v->isa))
+      count_asm_aarch64(c->asm_text, &c->counts);
+    else
+      count_asm(c->asm_text, &c->counts);
+  }
+  if (opts->no_entry) {
+    LLVMDisposeTargetMachine(tm);
+    LLVMDisposeModule(m);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    c->ms = now_ms() - t0;
+    *out = c;
+    return LM_OK;
   }
   /* Machine code is emitted here, with this call's own target machine, so
    * compiles on several threads run their code generators in parallel; the

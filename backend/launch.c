@@ -30,6 +30,10 @@ lm_status lm_compiled_launch(const lm_compiled *c, lm_pool *pool,
                              const uint64_t *args, int64_t R, lm_error *err) {
   const lm_variant *v = lm_compiled_variant(c);
   lm_entry_fn fn = lm_compiled_entry(c);
+  if (!fn)
+    return lm_error_set(err, LM_EINPUT,
+                        "the variant was compiled without an entry (no_entry): "
+                        "there is no code to launch");
   if (R < 0)
     return lm_error_set(err, LM_EINPUT, "negative instance count %lld",
                         (long long)R);

@@ -1175,6 +1175,16 @@ static void emit_entry(Lo *o, const char *symbol) {
   snprintf(legal, sizeof legal, "%d", lm_isa_lanes(o->v->isa, LM_F32, 1) * 32);
   LLVMAddTargetDependentFunctionAttr(o->fn, "min-legal-vector-width", legal);
   LLVMAddTargetDependentFunctionAttr(o->fn, "prefer-vector-width", width);
+  int sve = lm_isa_sve_bits(o->v->isa);
+  if (sve) {
+    /* SVE at a fixed length: vscale = bits / 128 exactly, so LLVM lowers
+     * the fixed-length vectors (masked loads, gathers included) to
+     * predicated SVE code of that length */
+    unsigned vr = LLVMGetEnumAttributeKindForName("vscale_range", 12);
+    uint64_t q = (uint64_t)(sve / 128);
+    LLVMAddAttributeAtIndex(o->fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(o->C, vr, q << 32 | q));
+  }
   LLVMValueRef args = LLVMGetParam(o->fn, 0), first = LLVMGetParam(o->fn, 1),
                count = LLVMGetParam(o->fn, 2);
   LLVMBasicBlockRef entry = block(o, "entry");

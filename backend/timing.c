@@ -398,6 +398,11 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   }
   if ((st = lm_timing_opts_check(o, err)) != LM_OK)
     return st;
+  if (lm_emulated())
+    return lm_error_set(err, LM_EINPUT,
+                        "timing refused: this process runs under an emulator "
+                        "(/proc/cpuinfo describes another architecture), whose "
+                        "timings describe the emulator, not the target");
   if (n < 1 || n > LM_TIMING_MAX_ITEMS)
     return lm_error_set(err, LM_EINPUT, "timing: %d entries, need 1 to %d", n,
                         LM_TIMING_MAX_ITEMS);

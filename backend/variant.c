@@ -12,8 +12,9 @@
 #include "lanemap/runtime.h"
 #include "lanemap/variant.h"
 
-static const char *isa_names[LM_ISA__COUNT] = {"x86-64-v2", "x86-64-v3",
-                                               "x86-64-v4", "host"};
+static const char *isa_names[LM_ISA__COUNT] = {
+    "x86-64-v2",      "x86-64-v3",      "x86-64-v4",     "host",
+    "aarch64-neon",   "aarch64-sve128", "aarch64-sve256", "aarch64-sve512"};
 
 const char *lm_isa_name(lm_isa isa) {
   return isa < LM_ISA__COUNT ? isa_names[isa] : "?";
@@ -26,7 +27,11 @@ lm_status lm_isa_parse(const char *t, lm_isa *out, lm_error *err) {
   } alias[] = {{"x86-64-v2", LM_ISA_SSE42}, {"sse4.2", LM_ISA_SSE42},
                {"x86-64-v3", LM_ISA_AVX2},  {"avx2", LM_ISA_AVX2},
                {"x86-64-v4", LM_ISA_AVX512}, {"avx512", LM_ISA_AVX512},
-               {"host", LM_ISA_HOST}};
+               {"host", LM_ISA_HOST},
+               {"aarch64-neon", LM_ISA_NEON},  {"neon", LM_ISA_NEON},
+               {"aarch64-sve128", LM_ISA_SVE128}, {"sve128", LM_ISA_SVE128},
+               {"aarch64-sve256", LM_ISA_SVE256}, {"sve256", LM_ISA_SVE256},
+               {"aarch64-sve512", LM_ISA_SVE512}, {"sve512", LM_ISA_SVE512}};
   for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
     if (strcmp(t, alias[i].name) == 0) {
       *out = alias[i].isa;
@@ -34,7 +39,8 @@ lm_status lm_isa_parse(const char *t, lm_isa *out, lm_error *err) {
     }
   return lm_error_set(err, LM_EINPUT,
                       "unknown ISA target '%s' (expected sse4.2, avx2, "
-                      "avx512, host, or x86-64-v2/v3/v4)",
+                      "avx512, host, x86-64-v2/v3/v4, aarch64-neon or "
+                      "aarch64-sve128/256/512)",
                       t);
 }
 
@@ -49,11 +55,26 @@ static lm_isa host_isa(void) {
   return LM_ISA_SSE42;
 }
 
+int lm_isa_is_aarch64(lm_isa isa) {
+  return isa >= LM_ISA_NEON && isa <= LM_ISA_SVE512;
+}
+
+int lm_isa_sve_bits(lm_isa isa) {
+  return isa == LM_ISA_SVE128   ? 128
+         : isa == LM_ISA_SVE256 ? 256
+         : isa == LM_ISA_SVE512 ? 512
+                                : 0;
+}
+
 int lm_isa_has_fma(lm_isa isa) {
+  if (lm_isa_is_aarch64(isa))
+    return 1; /* FMLA is part of AdvSIMD and SVE */
   return (isa == LM_ISA_HOST ? host_isa() : isa) >= LM_ISA_AVX2;
 }
 
 int lm_isa_runnable(lm_isa isa) {
+  if ((unsigned)isa >= LM_ISA__COUNT || lm_isa_is_aarch64(isa))
+    return 0; /* this build runs x86-64 code only */
   __builtin_cpu_init();
   lm_isa h = host_isa();
   if (isa == LM_ISA_HOST)
@@ -63,12 +84,17 @@ int lm_isa_runnable(lm_isa isa) {
   return isa <= h;
 }
 
+/* Vector bytes: `wide` is the ISA's widest register (or, on NEON, a pair of
+ * 128-bit registers, as the reference report's W = 8); the narrow form is
+ * AVX-512's ymm and NEON's single register. */
 int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide) {
   if (isa == LM_ISA_HOST)
     isa = host_isa();
-  int bytes = isa == LM_ISA_AVX512 ? (wide ? 64 : 32)
-              : isa == LM_ISA_AVX2 ? 32
-                                   : 16;
+  int bytes = isa == LM_ISA_AVX512  ? (wide ? 64 : 32)
+              : isa == LM_ISA_AVX2  ? 32
+              : isa == LM_ISA_NEON  ? (wide ? 32 : 16)
+              : lm_isa_sve_bits(isa) ? lm_isa_sve_bits(isa) / 8
+                                    : 16;
   return bytes / (int)(elem == LM_F64 ? 8 : 4);
 }
 
@@ -76,7 +102,8 @@ static int legal_w(lm_isa isa, lm_dtype elem, int w) {
   if (w == lm_isa_lanes(isa, elem, 1))
     return 1;
   lm_isa eff = isa == LM_ISA_HOST ? host_isa() : isa;
-  return eff == LM_ISA_AVX512 && w == lm_isa_lanes(isa, elem, 0);
+  return (eff == LM_ISA_AVX512 || eff == LM_ISA_NEON) &&
+         w == lm_isa_lanes(isa, elem, 0);
 }
 
 static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
@@ -354,12 +381,25 @@ static lm_status check_fp(const lm_kernel *k, lm_isa isa, lm_fp fp, lm_error *er
   return LM_OK;
 }
 
+/* The providers linked for a target: AArch64 code takes lanemap's own
+ * inline routines only, since SLEEF's and libmvec's AArch64 builds are not
+ * what this x86-64 build links, and an object must not call them. */
+static lm_status check_math(const lm_kernel *k, lm_isa isa, lm_math m,
+                            lm_error *err) {
+  if (lm_isa_is_aarch64(isa) && m != LM_MATH_IR && lm_vmath_calls(k))
+    return lm_error_set(err, LM_EINPUT,
+                        "kernel %s calls vector math: on %s only math=ir "
+                        "(lanemap's own inline routines) is available",
+                        k->name, lm_isa_name(isa));
+  return lm_vmath_check(k, m, err);
+}
+
 lm_status lm_variant_check(const lm_kernel *k, const lm_variant *v,
                            lm_error *err) {
   if (check_mapping(k, v, err) != LM_OK ||
       check_fp(k, v->isa, v->fp, err) != LM_OK)
     return LM_EINPUT;
-  return lm_vmath_check(k, v->math, err);
+  return check_math(k, v->isa, v->math, err);
 }
 
 int lm_variant_same_code(const lm_variant *a, const lm_variant *b) {
@@ -459,9 +499,11 @@ int lm_variant_enumerate(const lm_kernel *k, const lm_enum_opts *o,
    * the bits say */
   int offer[LM_MATH__COUNT], calls = lm_vmath_calls(k);
   unsigned maths = o->maths ? o->maths : 1u << LM_MATH_SLEEF; /* 0: default */
+  if (lm_isa_is_aarch64(o->isa))
+    maths = 1u << LM_MATH_IR; /* the one provider AArch64 objects have */
   for (int mp = 0; mp < LM_MATH__COUNT; mp++)
     offer[mp] = calls ? (maths >> mp & 1) &&
-                            lm_vmath_check(k, (lm_math)mp, NULL) == LM_OK
+                            check_math(k, o->isa, (lm_math)mp, NULL) == LM_OK
                       : mp == LM_MATH_SLEEF;
   /* the modes offered, by the same rule: strict where relaxed is not legal */
   unsigned fps = o->fps ? o->fps : 1u << LM_FP_STRICT;

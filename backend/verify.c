@@ -13,10 +13,14 @@ typedef struct Runner {
   const lm_compiled *c; /* or, when NULL, fn on the calling thread */
   lm_entry_fn fn;
   lm_pool *pool;
+  lm_verify_run_fn other; /* or, when set, code run by other means */
+  void *ctx;
 } Runner;
 
 static lm_status run(const Runner *r, const uint64_t *args, int64_t R,
                      lm_error *err) {
+  if (r->other)
+    return r->other(r->ctx, args, R, err);
   if (r->c)
     return lm_compiled_launch(r->c, r->pool, args, R, err);
   if (R > 0)
@@ -107,13 +111,20 @@ restore:
 lm_status lm_verify(const lm_kernel *k, const lm_compiled *c, lm_data *d,
                     const lm_oracle *o, lm_pool *pool, lm_verify_result *res,
                     lm_error *err) {
-  Runner r = {c, NULL, pool};
+  Runner r = {c, NULL, pool, NULL, NULL};
   return verify(k, &r, d, o, res, err);
 }
 
 lm_status lm_verify_entry(const lm_kernel *k, lm_entry_fn fn, lm_data *d,
                           const lm_oracle *o, lm_verify_result *res,
                           lm_error *err) {
-  Runner r = {NULL, fn, NULL};
+  Runner r = {NULL, fn, NULL, NULL, NULL};
+  return verify(k, &r, d, o, res, err);
+}
+
+lm_status lm_verify_with(const lm_kernel *k, lm_verify_run_fn fn, void *ctx,
+                         lm_data *d, const lm_oracle *o, lm_verify_result *res,
+                         lm_error *err) {
+  Runner r = {NULL, NULL, NULL, fn, ctx};
   return verify(k, &r, d, o, res, err);
 }

@@ -75,6 +75,42 @@ void lm_calib_defaults(lm_calib_opts *o) {
   o->seed = 1;
 }
 
+/* AArch64 targets: the same ~3 GHz per-cycle model, with the terms that
+ * differ from x86 replaced.  Sources: the code LLVM 19 emits for these
+ * targets (`lanemap emit --asm`, docs/aarch64.md), at one instruction per
+ * cycle; no AArch64 machine was available to calibrate on.
+ *   - NEON has no masked load or store and no gather or scatter: LLVM
+ *     scalarises them into a test-and-branch, an address and a lane load
+ *     or store per lane (tbz/tbnz, add, ld1 {v.s}[i]): 3 cycles a lane, so
+ *     a masked op of W = 4 lanes costs 12 cycles, 24 for a store (a read
+ *     of the old vector is kept live beside it), and a gathered element 3.
+ *   - SVE has all four natively (predicated ld1w/st1w, ld1w/st1w with a
+ *     vector of offsets): the x86 defaults stand.
+ *   - Neither has AVX-512's 512-bit port fusion or frequency licence:
+ *     wide and wcall are 0. */
+static const struct {
+  lm_term t;
+  double cycles;
+  int neon_only;
+} aarch64_defaults[] = {
+    {LM_T_MASKLOAD, 12, 1}, {LM_T_MASKSTORE, 24, 1}, {LM_T_GATHER, 3, 1},
+    {LM_T_SCATTER, 3, 1},   {LM_T_WIDE, 0, 0},       {LM_T_WCALL, 0, 0},
+};
+
+static void default_for(lm_isa isa, lm_term t, lm_profile_term *pt) {
+  lm_term_default(t, &pt->coef, &pt->lo, &pt->hi, &pt->unit);
+  if (!lm_isa_is_aarch64(isa))
+    return;
+  for (size_t i = 0; i < sizeof aarch64_defaults / sizeof aarch64_defaults[0]; i++)
+    if (aarch64_defaults[i].t == t &&
+        (!aarch64_defaults[i].neon_only || isa == LM_ISA_NEON)) {
+      pt->coef = aarch64_defaults[i].cycles * CYCLE;
+      pt->lo = pt->coef / 20;
+      if (pt->coef > 0)
+        pt->hi = pt->coef * 20;
+    }
+}
+
 lm_status lm_profile_default(lm_isa isa, lm_profile **out, lm_error *err) {
   *out = NULL;
   lm_profile *p = lm_profile_new(lm_isa_name(isa), LM_PROFILE_DEFAULT, err);
@@ -86,7 +122,7 @@ lm_status lm_profile_default(lm_isa isa, lm_profile **out, lm_error *err) {
   for (int t = 0; t < LM_T__COUNT; t++) {
     lm_profile_term pt = {0};
     pt.name = lm_term_name(t);
-    lm_term_default(t, &pt.coef, &pt.lo, &pt.hi, &pt.unit);
+    default_for(isa, t, &pt);
     pt.p5 = pt.p50 = pt.p95 = pt.coef;
     if (lm_profile_add_term(p, &pt, err) != LM_OK) {
       lm_profile_free(p);

@@ -82,7 +82,7 @@ int cmd_bench(int argc, char **argv) {
   if (s == LM_OK)
     s = lm_shape_parse(k, shape_s, &shape, &err);
   if (s == LM_OK)
-    s = cli_variants(k, list, all, isa, fp, &vs, &nv, &err);
+    s = cli_variants(k, list, all, isa, fp, 1, &vs, &nv, &err);
   if (s == LM_OK)
     s = lm_data_gen(k, &shape, seed, &d, &err);
   if (s == LM_OK)

@@ -38,10 +38,12 @@ const char *cli_data_path(const char *rel);
 /* ---- variant selection (cli/variants.c) ----------------------------------
  * `list` is "V1,V2,..."; with `all`, every legal variant of each runnable
  * ISA target (or of `isa` only) in the floating-point modes `fp` ("strict",
- * the default when NULL, "relaxed" or "both").  *out is malloc'ed. */
+ * the default when NULL, "relaxed" or "both").  With `run`, a target this
+ * machine cannot run is refused (run, bench); without, it is listed
+ * (predict prices AArch64 variants here).  *out is malloc'ed. */
 lm_status cli_variants(const lm_kernel *k, const char *list, int all,
-                       const char *isa, const char *fp, lm_variant **out,
-                       int *n, lm_error *err);
+                       const char *isa, const char *fp, int run,
+                       lm_variant **out, int *n, lm_error *err);
 /* "strict", "relaxed" or "both" (with_both) as lm_enum_opts.fps bits. */
 lm_status cli_fp_modes(const char *text, int with_both, unsigned *out,
                        lm_error *err);

@@ -31,7 +31,7 @@ static const char usage[] =
   X(ir_calls) X(ir_fdiv) X(ir_sqrt) X(ir_priv_loads) X(ir_priv_stores)         \
   X(asm_instructions) X(asm_vector) X(asm_gathers) X(asm_scatters)             \
   X(asm_kmasked) X(asm_maskmov) X(asm_shuffles) X(asm_div_sqrt) X(asm_calls)   \
-  X(asm_spills) X(asm_reloads)
+  X(asm_spills) X(asm_reloads) X(asm_pairs) X(asm_blends)
 
 /* The sites of each part of the column loops (lm_part_counts). */
 #define PART_FIELDS(X)                                                          \
@@ -150,6 +150,7 @@ int cmd_emit(int argc, char **argv) {
     lm_compile_defaults(&co);
     co.want_ir = ir;
     co.want_asm = 1;
+    co.no_entry = 1; /* emit runs nothing: any target, also AArch64 */
     if ((s = lm_compile(k, &v, &co, &c, &err)) == LM_OK) {
       char name[128];
       lm_variant_format(&v, name, sizeof name);

@@ -143,7 +143,7 @@ int cmd_predict(int argc, char **argv) {
   if (s == LM_OK)
     s = lm_shape_parse(k, shape_s, &sh, &err);
   if (s == LM_OK)
-    s = cli_variants(k, list, all, all ? isa_s : NULL, fp, &vs, &nv, &err);
+    s = cli_variants(k, list, all, all ? isa_s : NULL, fp, 0, &vs, &nv, &err);
   if (s == LM_OK)
     s = profile_for(prof, dflt, isa, accept, &p, &err);
   if (s != LM_OK)

@@ -294,7 +294,7 @@ int cmd_run(int argc, char **argv) {
   if (s == LM_OK)
     s = lm_shape_parse(k, o.shape, &shape, &err);
   if (s == LM_OK)
-    s = cli_variants(k, o.variants, o.all, o.isa, o.fp, &vs, &nv, &err);
+    s = cli_variants(k, o.variants, o.all, o.isa, o.fp, 1, &vs, &nv, &err);
   if (s == LM_OK)
     s = lm_data_gen(k, &shape, o.seed, &d, &err);
   if (s == LM_OK && o.verify)

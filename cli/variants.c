@@ -21,8 +21,8 @@ lm_status cli_fp_modes(const char *text, int with_both, unsigned *out,
 }
 
 lm_status cli_variants(const lm_kernel *k, const char *list, int all,
-                       const char *isa, const char *fp, lm_variant **out,
-                       int *n, lm_error *err) {
+                       const char *isa, const char *fp, int run,
+                       lm_variant **out, int *n, lm_error *err) {
   *out = NULL;
   *n = 0;
   if (all) {
@@ -42,8 +42,13 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
           break;
         want = only;
       }
-      if (!lm_isa_runnable(want))
+      if (only == LM_ISA__COUNT && !lm_isa_runnable(want))
         continue;
+      if (run && !lm_isa_runnable(want)) {
+        free(acc);
+        return lm_error_set(err, LM_EINPUT, "this machine cannot run %s code",
+                            lm_isa_name(want));
+      }
       lm_enum_opts eo;
       lm_enum_defaults(&eo);
       eo.isa = want;
@@ -85,7 +90,7 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
       free(vs);
       return LM_EINPUT;
     }
-    if (!lm_isa_runnable(v.isa)) {
+    if (run && !lm_isa_runnable(v.isa)) {
       lm_error_set(err, LM_EINPUT, "variant '%s': this machine cannot run %s code", t,
                    lm_isa_name(v.isa));
       free(copy);

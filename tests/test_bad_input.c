@@ -258,6 +258,43 @@ Test(bad_input, bad_variant_strings_exit_2_naming_the_variant_and_field_once) {
   run_free(&r);
 }
 
+/* AArch64 targets: code is compiled here, never run or timed here. */
+Test(bad_input, aarch64_targets_are_compiled_here_but_never_run_or_calibrated) {
+  Run r = RUN("run", RMS, "--shape", "4,8", "--variant",
+              "aarch64-neon/w4/l4/phase=reread/t1", "--verify");
+  expect_refused(r, 2, "this machine cannot run aarch64-neon code", "run aarch64");
+  run_free(&r);
+  r = RUN("bench", RMS, "--shape", "4,8", "--all-variants", "--isa", "aarch64-sve256");
+  expect_refused(r, 2, "this machine cannot run aarch64-sve256 code", "bench aarch64");
+  run_free(&r);
+  r = RUN("calibrate", "--isa", "aarch64-sve512", "--quick");
+  expect_refused(r, 2, "build lanemap on an AArch64 machine and calibrate there",
+                 "calibrate aarch64");
+  run_free(&r);
+  r = RUN("evaluate", "--isa", "aarch64-neon", "--quick");
+  expect_refused(r, 2, "aarch64-neon cannot run on this machine", "evaluate aarch64");
+  run_free(&r);
+  r = RUN("emit", "kernels/gelu_residual.lk", "--variant", "aarch64-neon/w4/l4/t1");
+  expect_refused(r, 2, "on aarch64-neon only math=ir", "emit without math=ir");
+  run_free(&r);
+  r = RUN("emit", "tests/kernels/math_all.lk", "--variant", "aarch64-neon/w4/l4/math=ir/t1");
+  expect_refused(r, 2, "math=ir has no f32 sin routine", "emit sin on aarch64");
+  run_free(&r);
+  r = RUN("emit", RMS, "--variant", "aarch64-sve256/w4/l4/phase=reread/t1");
+  expect_refused(r, 2, "w4 is not a vector width of aarch64-sve256", "sve256 w4");
+  run_free(&r);
+  /* what does work here: counts and predictions */
+  r = RUN("emit", RMS, "--variant", "aarch64-sve256/w8/l8/priv=masked/phase=snapshot/t1");
+  cr_expect_eq(r.code, 0, "emit sve256: exit %d: %s", r.code, r.err);
+  cr_expect(strstr(r.out, "asm_maskmov"), "emit sve256: %s", r.out);
+  run_free(&r);
+  r = RUN("predict", RMS, "--shape", "64,256", "--isa", "aarch64-neon", "--all",
+          "--default-profile");
+  cr_expect_eq(r.code, 0, "predict neon: exit %d: %s", r.code, r.err);
+  cr_expect(strstr(r.out, "aarch64-neon/w8/l1/"), "predict neon: %s", r.out);
+  run_free(&r);
+}
+
 /* ---- profiles -------------------------------------------------------------- */
 
 Test(bad_input, every_golden_bad_profile_is_refused_by_predict_with_exit_2) {
@@ -341,7 +378,7 @@ Test(bad_input, every_command_rejects_an_unknown_option_with_exit_2_and_its_usag
 
 Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
   const struct {
-    const char *args[14];
+    const char *args[24];
     const char *want;
   } cases[] = {
       {{"oracle", RMS, "--shape", NULL}, "option --shape needs a value"},
@@ -395,11 +432,13 @@ Test(bad_input, bad_flag_values_exit_2_naming_the_flag) {
       {{"oracle", "--suite", "kernels/suite.json", "--dump", "/tmp/lanemap-never", NULL},
        "--suite takes no kernel file, --shape or --dump"},
       {{"solve", "solver/examples/tiny.json", "--profile", "a", "--profile", "b", "--profile",
-        "c", "--profile", "d", "--profile", "e", NULL},
-       "--profile: at most 4, one per ISA target"},
+        "c", "--profile", "d", "--profile", "e", "--profile", "f", "--profile", "g",
+        "--profile", "h", "--profile", "i", NULL},
+       "--profile: at most 8, one per ISA target"},
       {{"tune", "solver/examples/tiny.json", "--profile", "a", "--profile", "b", "--profile",
-        "c", "--profile", "d", "--profile", "e", NULL},
-       "--profile: at most 4, one per ISA target"},
+        "c", "--profile", "d", "--profile", "e", "--profile", "f", "--profile", "g",
+        "--profile", "h", "--profile", "i", NULL},
+       "--profile: at most 8, one per ISA target"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     Run r = run_argv(cases[i].args);

@@ -120,7 +120,7 @@ static const struct {
     {"{\"schema\":\"lanemap.workload/2\",\"kernels\":[]}", "schema: expected"},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[],\"budget\":1}", "unknown field \"budget\""},
     {"{\"schema\":\"lanemap.workload/1\",\"kernels\":[]}", "$.kernels: expected a non-empty array, got an array of 0 elements"},
-    {"{\"schema\":\"lanemap.workload/1\",\"isa\":\"host\",\"kernels\":[]}", "$.isa: expected an array of 1 to 4 elements, got \"host\""},
+    {"{\"schema\":\"lanemap.workload/1\",\"isa\":\"host\",\"kernels\":[]}", "$.isa: expected an array of 1 to 8 elements, got \"host\""},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[\"z80\"],\"kernels\":[]}", "isa[0]:"},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[\"host\",\"host\"],\"kernels\":[]}", "isa[1]: host repeats"},
     {"{\"schema\":\"lanemap.workload/1\",\"isa\":[3],\"kernels\":[]}", "isa[0]: expected a target"},

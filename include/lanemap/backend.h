@@ -61,22 +61,30 @@ typedef struct lm_counts {
   int ir_gathers, ir_scatters, ir_masked_loads, ir_masked_stores;
   int ir_selects, ir_shuffles, ir_calls, ir_fdiv, ir_sqrt;
   int ir_priv_loads, ir_priv_stores; /* plain loads/stores still tagged private */
-  /* assembly */
+  /* assembly (x86-64 or AArch64): asm_kmasked counts AVX-512 {%k}
+   * operands; asm_maskmov masked loads and stores (vmaskmov, SVE's
+   * predicated ld1/st1); asm_pairs ldp/stp of q registers (AArch64);
+   * asm_blends blend instructions (vblendv/vblendm, bsl/bif/bit, SVE sel) */
   int asm_instructions, asm_vector, asm_gathers, asm_scatters;
   int asm_kmasked, asm_maskmov, asm_shuffles, asm_div_sqrt, asm_calls;
   int asm_spills, asm_reloads;
+  int asm_pairs, asm_blends;
 } lm_counts;
 
 typedef struct lm_compile_opts {
   int want_ir;  /* keep the optimised IR text */
   int want_asm; /* emit assembly (on a clone) for asm_* counts and text */
   int opt_level; /* 0..3, default 3 (default<O3>) */
+  int no_entry;  /* lower, optimise, count and keep the texts, but link no
+                    code: any ISA, also one this machine cannot run (its
+                    entry is NULL) */
 } lm_compile_opts;
 void lm_compile_defaults(lm_compile_opts *o);
 
 typedef struct lm_compiled lm_compiled;
 
-/* Lower, optimise and JIT one variant.  Thread-safe. */
+/* Lower, optimise and JIT one variant.  Thread-safe.  An ISA this machine
+ * cannot run (lm_isa_runnable) is refused with LM_EINPUT unless no_entry. */
 lm_status lm_compile(lm_keep const lm_kernel *k, const lm_variant *v,
                      const lm_compile_opts *o, lm_give lm_compiled **out,
                      lm_error *err);

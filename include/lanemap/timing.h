@@ -100,9 +100,15 @@ typedef struct lm_timing_result {
   lm_noise noise;
 } lm_timing_result;
 
+/* Is this process running under a user-mode emulator (its cpuinfo file,
+ * /proc/cpuinfo for lm_emulated, describes another architecture than the
+ * one it was compiled for)?  1 yes, 0 no or cannot tell. */
+int lm_emulated(void);
+int lm_emulated_in(const char *cpuinfo);
+
 /* Times n entries side by side with options o (NULL = defaults) and fills
  * *out, which the caller frees with lm_timing_result_free (also after an
- * error, when it is left empty). */
+ * error, when it is left empty).  Refused (LM_EINPUT) under emulation. */
 lm_status lm_time_compare(const lm_timing_opts *o, int n,
                           lm_keep const lm_timed *items, lm_timing_result *out,
                           lm_error *err);

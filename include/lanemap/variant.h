@@ -24,6 +24,10 @@ typedef enum lm_isa {
   LM_ISA_AVX2,   /* x86-64-v3 */
   LM_ISA_AVX512, /* x86-64-v4 */
   LM_ISA_HOST,   /* this machine's CPU and features */
+  LM_ISA_NEON,   /* aarch64-neon: AdvSIMD, 128-bit vectors, W = 4 or 8 (pairs) */
+  LM_ISA_SVE128, /* aarch64-sve128: SVE at a fixed 128-bit vector length */
+  LM_ISA_SVE256, /* aarch64-sve256 */
+  LM_ISA_SVE512, /* aarch64-sve512 */
   LM_ISA__COUNT
 } lm_isa;
 
@@ -117,10 +121,17 @@ int lm_variant_same_code(const lm_variant *a, const lm_variant *b);
 int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide);
 const char *lm_isa_name(lm_isa isa); /* "x86-64-v4", ... */
 lm_status lm_isa_parse(const char *text, lm_isa *out, lm_error *err); /* also sse4.2, avx2, avx512 */
-/* Does the ISA have fused multiply-add (x86-64-v3 and up)? */
+/* Does the ISA have fused multiply-add (x86-64-v3 and up, every AArch64
+ * target)? */
 int lm_isa_has_fma(lm_isa isa);
-/* Can this machine run code for the ISA? */
+/* Can this machine run code for the ISA?  Never for another architecture:
+ * AArch64 code is compiled to objects here and run elsewhere (or under
+ * an emulator, which no timing may use). */
 int lm_isa_runnable(lm_isa isa);
+/* Is the ISA an AArch64 target (NEON or SVE)? */
+int lm_isa_is_aarch64(lm_isa isa);
+/* SVE's fixed vector length in bits (128, 256, 512), 0 for other ISAs. */
+int lm_isa_sve_bits(lm_isa isa);
 
 /* The cut of one launch of R rows into chunks, as lm_compiled_launch runs
  * it and the cost model prices it.  All counts are for R > 0; workers = 1

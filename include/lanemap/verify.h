@@ -37,6 +37,18 @@ lm_status lm_verify_entry(lm_keep const lm_kernel *k, lm_entry_fn fn,
                           lm_keep lm_data *d, lm_keep const lm_oracle *o,
                           lm_verify_result *res, lm_error *err);
 
+/* The same check for code run by other means (another machine, an
+ * emulator): fn(ctx, args, R, err) is called once, with args packed as
+ * lm_args_pack packs them and every output inside its guards, and must
+ * leave in those buffers (guards included) what the code wrote.  An error
+ * it returns is the verification's error. */
+typedef lm_status (*lm_verify_run_fn)(void *ctx, const uint64_t *args,
+                                      int64_t R, lm_error *err);
+lm_status lm_verify_with(lm_keep const lm_kernel *k, lm_verify_run_fn fn,
+                         void *ctx, lm_keep lm_data *d,
+                         lm_keep const lm_oracle *o, lm_verify_result *res,
+                         lm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,454 @@
+/* AArch64 targets, verified under emulation: every legal variant of every
+ * suite, held-out and test kernel, for NEON and for SVE at 128, 256 and 512
+ * bits, on ten edge shapes, one and two workers, both floating-point modes.
+ *
+ * Per (kernel, target): every code variant goes into one AArch64 object
+ * (lm_emit_entries), linked with tests/aarch64/driver.c and a table of its
+ * entries by Debian's aarch64-linux-gnu-gcc, statically; the host writes the
+ * inputs its data generator made and the guarded output regions as its own
+ * verification lays them out (tests/aarch64/jobs.h); one qemu-aarch64-static
+ * process runs every job (a variant at a shape, its launch's chunks called
+ * in order); and the host checks each result with lm_verify_with: the FP64
+ * oracle at atol = rtol = 5e-5, the guards byte for byte, no input written.
+ * The cross compiler and qemu come from scripts/debian-packages.txt; a
+ * machine without them fails here, it does not skip. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lanemap/calibrate.h"
+#include "lanemap/costmodel.h"
+#include "lanemap/timing.h"
+#include "lanemap/verify.h"
+#include "tests/aarch64/jobs.h"
+
+typedef struct Target {
+  lm_isa isa;
+  const char *cpu; /* qemu's -cpu: no SVE for NEON; SVE's length fixed */
+} Target;
+
+/* Edge shapes (R, C), the backend test's: single rows, R below W, C = 1,
+ * C below L, C not a multiple of W, C just above a multiple of 16. */
+typedef struct Shape {
+  int64_t R, C;
+} Shape;
+static const Shape edges[] = {{1, 1},   {1, 65},  {3, 3},  {2, 17}, {17, 16},
+                              {37, 33}, {5, 100}, {64, 8}, {9, 2},  {33, 31}};
+#define NSHAPES (int)(sizeof edges / sizeof edges[0])
+
+static char *src_path(const char *rel) {
+  char *p = malloc(strlen(LANEMAP_SOURCE_DIR) + strlen(rel) + 2);
+  sprintf(p, "%s/%s", LANEMAP_SOURCE_DIR, rel);
+  return p;
+}
+
+static int col_coef(const lm_kernel *k) {
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].kind == LM_PARAM_BUFFER && k->params[i].rank == 2)
+      return (int)(k->params[i].dims[1].coef > 0 ? k->params[i].dims[1].coef
+                                                 : 1);
+  return 1;
+}
+
+static size_t region_bytes(const lm_kernel *k, const lm_data *d, int i) {
+  size_t b = (size_t)d->count[i] * lm_dtype_size(k->params[i].dtype);
+  return (2 * LM_GUARD_BYTES + b + 63) & ~(size_t)63; /* as lm_verify */
+}
+
+static void w32(FILE *f, uint32_t x) { fwrite(&x, 4, 1, f); }
+static void w64(FILE *f, uint64_t x) { fwrite(&x, 8, 1, f); }
+
+static int run_cmd(const char *cmd) {
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* One result record: where a job's outputs start in the result file. */
+typedef struct Replay {
+  const lm_kernel *k;
+  const lm_data *d;
+  const unsigned char *rec;
+} Replay;
+
+/* lm_verify_with's runner: the emulated job's outputs, guards included,
+ * copied into the regions lm_verify laid out. */
+static lm_status replay(void *ctx, const uint64_t *args, int64_t R,
+                        lm_error *err) {
+  (void)R;
+  const Replay *r = ctx;
+  uint32_t status;
+  memcpy(&status, r->rec, 4);
+  const unsigned char *p = r->rec + 4;
+  for (int i = 0; i < r->k->nparams; i++) {
+    if (r->k->params[i].kind != LM_PARAM_BUFFER || !r->k->params[i].is_output)
+      continue;
+    size_t n = region_bytes(r->k, r->d, i);
+    memcpy((unsigned char *)(uintptr_t)args[i] - LM_GUARD_BYTES, p, n);
+    p += n;
+  }
+  if (status & LMJ_WROTE_INPUT)
+    return lm_error_set(err, LM_EFAIL, "an input buffer was written");
+  return LM_OK;
+}
+
+static size_t record_bytes(const lm_kernel *k, const lm_data *d) {
+  size_t n = 4;
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].kind == LM_PARAM_BUFFER && k->params[i].is_output)
+      n += region_bytes(k, d, i);
+  return n;
+}
+
+typedef struct Tally {
+  int drop_last_row; /* the control: every launch leaves its last row out */
+  int kernels, refused, variants, codes, checked, failed;
+} Tally;
+
+/* Verify every legal variant of kernel `rel` for target t under qemu. */
+static void check_kernel(const char *rel, const Target *t, const char *dir,
+                         Tally *tally) {
+  char *path = src_path(rel);
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_kernel_load(path, &k, &err), LM_OK, "%s: %s", rel, err.msg);
+  free(path);
+  lm_enum_opts eo;
+  lm_enum_defaults(&eo);
+  eo.isa = t->isa;
+  eo.workers[1] = 2;
+  eo.fps = 1u << LM_FP_STRICT | 1u << LM_FP_RELAXED;
+  lm_variant *vs = NULL;
+  int nv = lm_variant_enumerate(k, &eo, &vs, &err);
+  cr_assert_geq(nv, 0, "%s: %s", rel, err.msg);
+  if (nv == 0) {
+    /* a kernel no variant of this target can run: say why, from the
+     * variant whose mapping is legal (L = W, either phase) */
+    int w = lm_isa_lanes(t->isa, k->elem, 1);
+    for (int ph = LM_PHASE_NONE; ph <= LM_PHASE_REREAD; ph++) {
+      lm_variant v = {.isa = t->isa,
+                      .w = w,
+                      .l = w,
+                      .phase = ph,
+                      .workers = 1,
+                      .math = LM_MATH_IR};
+      if (lm_variant_check(k, &v, &err) == LM_OK)
+        cr_assert_fail("%s: %s is legal but was not enumerated", rel,
+                       lm_isa_name(t->isa));
+      if (!strstr(err.msg, "phase"))
+        break;
+    }
+    printf("%s on %s: no legal variant (%s)\n", k->name, lm_isa_name(t->isa),
+           err.msg);
+    tally->refused++;
+    free(vs);
+    lm_kernel_free(k);
+    return;
+  }
+  /* the distinct code variants, one entry each */
+  int *code = calloc((size_t)nv, sizeof *code), ncodes = 0;
+  lm_aot_entry *ents = calloc((size_t)nv, sizeof *ents);
+  char(*syms)[32] = calloc((size_t)nv, sizeof *syms);
+  for (int i = 0; i < nv; i++) {
+    code[i] = -1;
+    for (int j = 0; j < ncodes && code[i] < 0; j++)
+      if (lm_variant_same_code(&vs[i], &ents[j].variant))
+        code[i] = j;
+    if (code[i] < 0) {
+      snprintf(syms[ncodes], sizeof syms[ncodes], "lmk_%d", ncodes);
+      ents[ncodes] = (lm_aot_entry){k, vs[i], syms[ncodes]};
+      code[i] = ncodes++;
+    }
+  }
+  char obj[512], table[512], drv[512], jobs[512], res[512], cmd[4096];
+  snprintf(obj, sizeof obj, "%s/%s.o", dir, k->name);
+  snprintf(table, sizeof table, "%s/%s_table.c", dir, k->name);
+  snprintf(drv, sizeof drv, "%s/%s_driver", dir, k->name);
+  snprintf(jobs, sizeof jobs, "%s/%s.jobs", dir, k->name);
+  snprintf(res, sizeof res, "%s/%s.results", dir, k->name);
+  cr_assert_eq(lm_emit_entries(ents, ncodes, obj, &err), LM_OK, "%s %s: %s",
+               k->name, lm_isa_name(t->isa), err.msg);
+  FILE *f = fopen(table, "w");
+  cr_assert(f);
+  fprintf(f, "#include <stdint.h>\ntypedef void (*entry_fn)(const void *, "
+             "int64_t, int64_t);\n");
+  for (int j = 0; j < ncodes; j++)
+    fprintf(f, "void %s(const void *, int64_t, int64_t);\n", syms[j]);
+  fprintf(f, "const entry_fn lmj_entries[] = {\n");
+  for (int j = 0; j < ncodes; j++)
+    fprintf(f, "  %s,\n", syms[j]);
+  fprintf(f, "};\nconst unsigned lmj_nentries = %d;\n", ncodes);
+  fclose(f);
+  char *drvsrc = src_path("tests/aarch64/driver.c"),
+       *inc = src_path("tests/aarch64"), *emu = src_path("backend/emulation.c"),
+       *api = src_path("include");
+  snprintf(cmd, sizeof cmd,
+           "aarch64-linux-gnu-gcc -std=c11 -O1 -static -I%s -I%s -o %s %s %s "
+           "%s %s -lm",
+           inc, api, drv, drvsrc, emu, table, obj);
+  free(drvsrc), free(inc), free(emu), free(api);
+  cr_assert_eq(run_cmd(cmd), 0, "%s: the driver did not build: %s", k->name,
+               cmd);
+
+  /* the shapes, their data and oracles; the job file */
+  int coef = col_coef(k);
+  lm_data *data[NSHAPES];
+  lm_oracle *orc[NSHAPES];
+  f = fopen(jobs, "wb");
+  cr_assert(f);
+  w32(f, LMJ_MAGIC);
+  w32(f, NSHAPES);
+  for (int s = 0; s < NSHAPES; s++) {
+    lm_shape sh;
+    cr_assert_eq(
+        lm_shape_bind(k, edges[s].R, edges[s].C * coef, NULL, &sh, &err), LM_OK,
+        "%s: %s", k->name, err.msg);
+    cr_assert_eq(lm_data_gen(k, &sh, 7, &data[s], &err), LM_OK, "%s", err.msg);
+    cr_assert_eq(lm_oracle_run(k, data[s], &orc[s], &err), LM_OK, "%s",
+                 err.msg);
+    lm_data *d = data[s];
+    uint64_t *args = lm_args_pack(k, d);
+    int64_t R = d->shape.dims[0];
+    w32(f, (uint32_t)(k->nparams + k->nsyms));
+    w64(f, (uint64_t)R);
+    for (int i = 0; i < k->nparams + k->nsyms; i++) {
+      const lm_param *p = i < k->nparams ? &k->params[i] : NULL;
+      if (!p || p->kind != LM_PARAM_BUFFER) {
+        w32(f, LMJ_VALUE);
+        w64(f, args[i]);
+      } else if (!p->is_output) {
+        w32(f, LMJ_INPUT);
+        size_t n = (size_t)d->count[i] * lm_dtype_size(p->dtype);
+        w64(f, n);
+        fwrite(d->buf[i], 1, n, f);
+      } else {
+        size_t n = region_bytes(k, d, i),
+               b = (size_t)d->count[i] * lm_dtype_size(p->dtype);
+        unsigned char *r = malloc(n);
+        memset(r, LM_GUARD_BYTE, n);
+        memset(r + LM_GUARD_BYTES, LM_SENTINEL_BYTE, b);
+        w32(f, LMJ_OUTPUT);
+        w64(f, n);
+        w64(f, LM_GUARD_BYTES);
+        fwrite(r, 1, n, f);
+        free(r);
+      }
+    }
+    free(args);
+    w32(f, (uint32_t)nv);
+    for (int i = 0; i < nv; i++) {
+      lm_cut cut;
+      lm_variant_cut(&vs[i], R, &cut);
+      w32(f, (uint32_t)code[i]);
+      w32(f, (uint32_t)cut.chunks);
+      for (int64_t c = 0; c < cut.chunks; c++) {
+        int64_t first = c * cut.grain,
+                count = R - first < cut.grain ? R - first : cut.grain;
+        if (tally->drop_last_row && c == cut.chunks - 1)
+          count--;
+        w64(f, (uint64_t)first);
+        w64(f, (uint64_t)count);
+      }
+    }
+  }
+  cr_assert_eq(fclose(f), 0);
+  /* the emulation check sees the emulator (timing code would refuse) */
+  snprintf(cmd, sizeof cmd, "qemu-aarch64-static -cpu %s %s --emulated", t->cpu,
+           drv);
+  FILE *pp = popen(cmd, "r");
+  cr_assert(pp, "%s", cmd);
+  int emulated = -1;
+  cr_expect_eq(fscanf(pp, "%d", &emulated), 1, "%s", cmd);
+  pclose(pp);
+  cr_expect_eq(emulated, 1, "%s: lm_emulated() under qemu said %d", cmd,
+               emulated);
+  snprintf(cmd, sizeof cmd, "qemu-aarch64-static -cpu %s %s %s %s", t->cpu, drv,
+           jobs, res);
+  cr_assert_eq(run_cmd(cmd), 0, "%s on %s: the emulated driver failed: %s",
+               k->name, lm_isa_name(t->isa), cmd);
+
+  /* check every job's outputs on the host */
+  unsigned char *out = NULL;
+  size_t outn = 0;
+  cr_assert_eq(lm_file_read(res, (char **)&out, &outn, &err), LM_OK, "%s",
+               err.msg);
+  size_t at = 0;
+  int checked = 0, failed = 0;
+  for (int s = 0; s < NSHAPES; s++) {
+    size_t rec = record_bytes(k, data[s]);
+    for (int i = 0; i < nv; i++, at += rec) {
+      cr_assert_leq(at + rec, outn, "%s: the result file ends early", k->name);
+      Replay r = {k, data[s], out + at};
+      lm_verify_result vr;
+      lm_status st = lm_verify_with(k, replay, &r, data[s], orc[s], &vr, &err);
+      checked++;
+      if (st != LM_OK && tally->drop_last_row) {
+        failed++;
+      } else if (st != LM_OK) {
+        char name[128];
+        lm_variant_format(&vs[i], name, sizeof name);
+        cr_expect_eq(st, LM_OK, "%s %lldx%lld: %s", name,
+                     (long long)data[s]->shape.dims[0],
+                     (long long)edges[s].C * coef, err.msg);
+        failed++;
+        if (failed > 20)
+          cr_assert_fail("%s on %s: more than 20 failures", k->name,
+                         lm_isa_name(t->isa));
+      }
+    }
+  }
+  cr_assert_eq(at, outn, "%s: %zu bytes of results, %zu read", k->name, outn,
+               at);
+  free(out);
+  for (int s = 0; s < NSHAPES; s++) {
+    lm_oracle_free(orc[s]);
+    lm_data_free(data[s]);
+  }
+  remove(obj), remove(table), remove(drv), remove(jobs), remove(res);
+  tally->kernels++;
+  tally->variants += nv;
+  tally->codes += ncodes;
+  tally->checked += checked;
+  tally->failed += failed;
+  free(code), free(ents), free(syms), free(vs);
+  lm_kernel_free(k);
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .lk files of a source folder, sorted. */
+static int kernel_files(const char *folder, char **out, int max) {
+  char *dirp = src_path(folder);
+  DIR *d = opendir(dirp);
+  cr_assert(d, "cannot open %s", dirp);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max) {
+    size_t len = strlen(e->d_name);
+    if (len > 3 && strcmp(e->d_name + len - 3, ".lk") == 0) {
+      out[n] = malloc(strlen(folder) + len + 2);
+      sprintf(out[n++], "%s/%s", folder, e->d_name);
+    }
+  }
+  closedir(d);
+  free(dirp);
+  qsort(out, (size_t)n, sizeof *out, by_name);
+  return n;
+}
+
+static void check_target(const Target *t) {
+  char dir[] = "/tmp/lanemap-aarch64-XXXXXX";
+  cr_assert(mkdtemp(dir));
+  char *files[128];
+  int n = kernel_files("kernels", files, 64);
+  n += kernel_files("heldout/kernels", files + n, 64);
+  /* the test kernels that reach families the suite does not: f64, math in
+   * mixed precision, lane branches, boolean snapshots, partial strides */
+  static const char *extra[] = {
+      "tests/kernels/rmsnorm_f64.lk",    "tests/kernels/f64_math_in_f32.lk",
+      "tests/kernels/logsumexp.lk",      "tests/kernels/lane_branch.lk",
+      "tests/kernels/snap_bool.lk",      "tests/kernels/stride_partial.lk",
+      "tests/kernels/ragged_softmax.lk", "tests/kernels/math_all.lk"};
+  for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+    files[n++] = strdup(extra[i]);
+  Tally tally = {0};
+  for (int i = 0; i < n; i++) {
+    check_kernel(files[i], t, dir, &tally);
+    free(files[i]);
+  }
+  rmdir(dir);
+  printf("%s: %d kernels (%d with no legal variant), %d variants in %d code "
+         "variants, %d variant x shape checks under qemu, %d failed\n",
+         lm_isa_name(t->isa), tally.kernels, tally.refused, tally.variants,
+         tally.codes, tally.checked, tally.failed);
+  cr_expect_gt(tally.checked, 0);
+  cr_expect_eq(tally.failed, 0);
+}
+
+/* The emulation check on this (native) host: no; on a cpuinfo file of
+ * the other architecture: yes. */
+Test(aarch64, emulation_check_is_native_here) {
+  cr_expect_eq(lm_emulated(), 0);
+  char path[] = "/tmp/lanemap-cpuinfo-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n"
+        "CPU architecture: 8\nCPU part\t: 0xd40\n",
+        f);
+  fclose(f);
+  cr_expect_eq(lm_emulated_in(path), 1,
+               "an AArch64 cpuinfo on an x86-64 build");
+  cr_expect_eq(lm_emulated_in("/nonexistent/cpuinfo"), 0,
+               "cannot tell: native");
+  remove(path);
+}
+
+/* Named defaults per target: NEON's scalarised masked operations and
+ * gathers cost more than SVE's native ones, which keep the x86 defaults;
+ * no AArch64 target has AVX-512's width terms. */
+static double coef(lm_isa isa, lm_term term) {
+  lm_profile *p = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_default(isa, &p, &err), LM_OK, "%s", err.msg);
+  int i = lm_profile_term_index(p, lm_term_name(term));
+  cr_assert_geq(i, 0, "no term %s", lm_term_name(term));
+  double c = lm_profile_term_at(p, i)->coef;
+  lm_profile_free(p);
+  return c;
+}
+
+Test(aarch64, named_defaults_differ_where_the_targets_do) {
+  const lm_term emulated_on_neon[] = {LM_T_MASKLOAD, LM_T_MASKSTORE,
+                                      LM_T_GATHER, LM_T_SCATTER};
+  for (size_t i = 0; i < 4; i++) {
+    lm_term t = emulated_on_neon[i];
+    cr_expect_gt(coef(LM_ISA_NEON, t), 1.9 * coef(LM_ISA_SVE256, t), "%s",
+                 lm_term_name(t));
+    cr_expect_eq(coef(LM_ISA_SVE256, t), coef(LM_ISA_AVX2, t), "%s",
+                 lm_term_name(t));
+  }
+  const lm_isa a64[] = {LM_ISA_NEON, LM_ISA_SVE128, LM_ISA_SVE256,
+                        LM_ISA_SVE512};
+  for (int i = 0; i < 4; i++) {
+    cr_expect_eq(coef(a64[i], LM_T_WIDE), 0, "%s", lm_isa_name(a64[i]));
+    cr_expect_eq(coef(a64[i], LM_T_WCALL), 0, "%s", lm_isa_name(a64[i]));
+  }
+  cr_expect_gt(coef(LM_ISA_AVX512, LM_T_WIDE), 0);
+}
+
+/* The control: the same path with every launch one row short must fail
+ * every check, so a harness that passes whatever ran is caught. */
+Test(aarch64, control_fails, .timeout = 120) {
+  char dir[] = "/tmp/lanemap-aarch64-XXXXXX";
+  cr_assert(mkdtemp(dir));
+  Target t = {LM_ISA_SVE256, "max,sve-max-vq=2"};
+  Tally tally = {.drop_last_row = 1};
+  check_kernel("kernels/rmsnorm.lk", &t, dir, &tally);
+  rmdir(dir);
+  printf("control: %d of %d checks failed\n", tally.failed, tally.checked);
+  cr_expect_gt(tally.checked, 0);
+  cr_expect_eq(tally.failed, tally.checked);
+}
+
+Test(aarch64, neon, .timeout = 600) {
+  Target t = {LM_ISA_NEON, "cortex-a72"};
+  check_target(&t);
+}
+Test(aarch64, sve128, .timeout = 600) {
+  Target t = {LM_ISA_SVE128, "max,sve-max-vq=1"};
+  check_target(&t);
+}
+Test(aarch64, sve256, .timeout = 600) {
+  Target t = {LM_ISA_SVE256, "max,sve-max-vq=2"};
+  check_target(&t);
+}
+Test(aarch64, sve512, .timeout = 600) {
+  Target t = {LM_ISA_SVE512, "max,sve-max-vq=4"};
+  check_target(&t);
+}
