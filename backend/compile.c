@@ -89,11 +89,19 @@ lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
   pthread_once(&init_once, init_targets);
   const char *triple, *tcpu, *tfeat;
   target_of(isa, &triple, &tcpu, &tfeat);
+#if !defined(__x86_64__)
+  char *host_triple = isa == LM_ISA_HOST ? LLVMGetDefaultTargetTriple() : NULL;
+  if (host_triple)
+    triple = host_triple; /* `host` is this machine's own architecture */
+#endif
   char *msg = NULL;
   LLVMTargetRef t;
   if (LLVMGetTargetFromTriple(triple, &t, &msg)) {
     lm_error_set(err, LM_ESYS, "LLVM target %s: %s", triple, msg);
     LLVMDisposeMessage(msg);
+#if !defined(__x86_64__)
+    LLVMDisposeMessage(host_triple);
+#endif
     return LM_ESYS;
   }
   char *cpu = NULL, *feat = NULL;
@@ -107,6 +115,9 @@ lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
       jit ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(feat);
+#if !defined(__x86_64__)
+  LLVMDisposeMessage(host_triple);
+#endif
   if (!*out)
     return lm_error_set(err, LM_ESYS, "cannot create a target machine for %s",
                         lm_isa_name(isa));

@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#endif
+
 #include "lanemap/backend.h"
 #include "lanemap/runtime.h"
 #include "lanemap/variant.h"
@@ -45,6 +50,7 @@ lm_status lm_isa_parse(const char *t, lm_isa *out, lm_error *err) {
 }
 
 /* The ISA that `host` stands for on this machine. */
+#if defined(__x86_64__)
 static lm_isa host_isa(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -54,8 +60,31 @@ static lm_isa host_isa(void) {
     return LM_ISA_AVX2;
   return LM_ISA_SSE42;
 }
+#elif defined(__aarch64__)
+/* A native AArch64 build (not built or run by the project: docs/aarch64.md):
+ * SVE from the kernel's HWCAP, its length from the thread's vector length. */
+static lm_isa host_isa(void) {
+  if (getauxval(AT_HWCAP) & HWCAP_SVE) {
+    int vl = prctl(PR_SVE_GET_VL);
+    int bytes = vl < 0 ? 0 : vl & PR_SVE_VL_LEN_MASK;
+    if (bytes == 16)
+      return LM_ISA_SVE128;
+    if (bytes == 32)
+      return LM_ISA_SVE256;
+    if (bytes == 64)
+      return LM_ISA_SVE512;
+  }
+  return LM_ISA_NEON;
+}
+#else
+#error "lanemap's host detection knows x86-64 and AArch64"
+#endif
 
 int lm_isa_is_aarch64(lm_isa isa) {
+#if defined(__aarch64__)
+  if (isa == LM_ISA_HOST)
+    return 1;
+#endif
   return isa >= LM_ISA_NEON && isa <= LM_ISA_SVE512;
 }
 
@@ -73,15 +102,21 @@ int lm_isa_has_fma(lm_isa isa) {
 }
 
 int lm_isa_runnable(lm_isa isa) {
-  if ((unsigned)isa >= LM_ISA__COUNT || lm_isa_is_aarch64(isa))
-    return 0; /* this build runs x86-64 code only */
-  __builtin_cpu_init();
-  lm_isa h = host_isa();
+  if ((unsigned)isa >= LM_ISA__COUNT)
+    return 0;
   if (isa == LM_ISA_HOST)
     return 1;
+#if defined(__x86_64__)
+  if (lm_isa_is_aarch64(isa))
+    return 0; /* an x86-64 build runs x86-64 code only */
+  __builtin_cpu_init();
   if (isa == LM_ISA_SSE42)
     return __builtin_cpu_supports("sse4.2");
-  return isa <= h;
+  return isa <= host_isa();
+#else
+  /* NEON everywhere; SVE code only at the machine's own vector length */
+  return isa == LM_ISA_NEON || isa == host_isa();
+#endif
 }
 
 /* Vector bytes: `wide` is the ISA's widest register (or, on NEON, a pair of

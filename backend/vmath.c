@@ -39,6 +39,7 @@
  * file is itself compiled for AVX/AVX-512, and libmvec has no header; the
  * table only needs their addresses, so they are declared here without
  * their vector types. */
+#if defined(__x86_64__)
 #define DECL(name) extern void name(void);
 #define SLEEF10(fn)                                                            \
   DECL(Sleef_##fn##f16_u10avx512f) DECL(Sleef_##fn##f8_u10avx2)                \
@@ -76,6 +77,14 @@ static const lm_vmath_sym table[] = {
     MVEC_SYMS(tanh),   MVEC_SYMS(erf),    MVEC_SYMS(sin),
     MVEC_SYMS(cos),    {"lm_rt_scratch", (void *)lm_rt_scratch},
 };
+#else
+/* Another host architecture (a native AArch64 build): its JIT links the
+ * runtime only.  SLEEF's and libmvec's routines there have other names and
+ * widths, and AArch64 variants take math=ir (lm_variant_check). */
+static const lm_vmath_sym table[] = {
+    {"lm_rt_scratch", (void *)lm_rt_scratch},
+};
+#endif
 
 const lm_vmath_sym *lm_vmath_symbols(int *n) {
   *n = (int)(sizeof table / sizeof table[0]);

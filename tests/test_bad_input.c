@@ -283,6 +283,25 @@ Test(bad_input, aarch64_targets_are_compiled_here_but_never_run_or_calibrated) {
   r = RUN("emit", RMS, "--variant", "aarch64-sve256/w4/l4/phase=reread/t1");
   expect_refused(r, 2, "w4 is not a vector width of aarch64-sve256", "sve256 w4");
   run_free(&r);
+  /* tune measures here: an AArch64 workload goes to solve instead */
+  char wl[] = "/tmp/lanemap-a64-wl-XXXXXX";
+  int fd = mkstemp(wl);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  const char *json = "{\"schema\":\"lanemap.workload/1\",\"isa\":[\"aarch64-neon\"],"
+                     "\"kernels\":[{\"kernel\":\"" LANEMAP_SOURCE_DIR "/" RMS "\","
+                     "\"buckets\":[{\"R\":64,\"C\":256,\"weight\":1}]}]}";
+  lm_error e;
+  cr_assert_eq(lm_file_write_atomic(wl, json, strlen(json), &e), LM_OK);
+  r = RUN("tune", wl, "--default-profile", "-o", "/tmp/lanemap-never-a64.json");
+  expect_refused(r, 2, "tune measures on this machine, which cannot run aarch64-neon code",
+                 "tune aarch64");
+  cr_expect_neq(access("/tmp/lanemap-never-a64.json", F_OK), 0, "tune wrote a plan");
+  run_free(&r);
+  r = RUN("solve", wl, "--default-profile", "-o", "/dev/null");
+  cr_expect_eq(r.code, 0, "solve aarch64: exit %d: %s", r.code, r.err);
+  run_free(&r);
+  remove(wl);
   /* what does work here: counts and predictions */
   r = RUN("emit", RMS, "--variant", "aarch64-sve256/w8/l8/priv=masked/phase=snapshot/t1");
   cr_expect_eq(r.code, 0, "emit sve256: exit %d: %s", r.code, r.err);

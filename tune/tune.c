@@ -484,6 +484,12 @@ lm_status lm_tune(const lm_workload *w, const lm_profile *const *profiles,
   lm_noise_clear(&out->noise);
   lm_fingerprint host;
   lm_status st = check_opts(o, err);
+  for (int i = 0; st == LM_OK && i < w->nisa; i++)
+    if (!lm_isa_runnable(w->isa[i]))
+      st = lm_error_set(err, LM_EINPUT,
+                        "tune measures on this machine, which cannot run %s "
+                        "code: plan it with lanemap solve, on predictions",
+                        lm_isa_name(w->isa[i]));
   if (st == LM_OK)
     st = lm_fingerprint_host(&host, err);
   if (st != LM_OK)
