@@ -133,6 +133,14 @@ int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide) {
   return bytes / (int)(elem == LM_F64 ? 8 : 4);
 }
 
+int lm_isa_base_bytes(lm_isa isa) {
+  if (isa == LM_ISA_HOST)
+    isa = host_isa();
+  return isa == LM_ISA_AVX512 || isa == LM_ISA_AVX2 ? 32
+         : lm_isa_sve_bits(isa)                    ? lm_isa_sve_bits(isa) / 8
+                                                   : 16;
+}
+
 static int legal_w(lm_isa isa, lm_dtype elem, int w) {
   if (w == lm_isa_lanes(isa, elem, 1))
     return 1;

@@ -75,36 +75,53 @@ void lm_calib_defaults(lm_calib_opts *o) {
   o->seed = 1;
 }
 
-/* AArch64 targets: the same ~3 GHz per-cycle model, with the terms that
- * differ from x86 replaced.  Sources: the code LLVM 19 emits for these
- * targets (`lanemap emit --asm`, docs/aarch64.md), at one instruction per
- * cycle; no AArch64 machine was available to calibrate on.
- *   - NEON has no masked load or store and no gather or scatter: LLVM
- *     scalarises them into a test-and-branch, an address and a lane load
- *     or store per lane (tbz/tbnz, add, ld1 {v.s}[i]): 3 cycles a lane, so
- *     a masked op of W = 4 lanes costs 12 cycles, 24 for a store (a read
- *     of the old vector is kept live beside it), and a gathered element 3.
- *   - SVE has all four natively (predicated ld1w/st1w, ld1w/st1w with a
- *     vector of offsets): the x86 defaults stand.
- *   - Neither has AVX-512's 512-bit port fusion or frequency licence:
- *     wide and wcall are 0. */
+/* AArch64 targets: the instruction-level terms in cycles per unit from
+ * LLVM 19's scheduling models of one public core per target, as
+ * calibration/tables/aarch64-mca.sh reads them with llvm-mca (the block
+ * reciprocal throughput of each term's instructions; tests/test_aarch64.c
+ * checks that this table is what the script prints): Neoverse N1 for
+ * NEON, V2 for SVE at 128 bits, V1 at 256, A64FX at 512.  NEON has no
+ * masked operation, gather or scatter: the script times the lane-by-lane
+ * code LLVM emits instead.  A gathered (scattered) element costs at least
+ * the core's scalar load (store).  At the x86 defaults' ~3 GHz.  The
+ * other terms (math, memory, steps, tasks) keep the x86 defaults.
+ * The width terms: NEON's W = 8 is a pair of registers, so wide512 is one
+ * more vector op per instruction and wide_call the mean of math=ir's four
+ * per-call defaults (the routine runs on each half); SVE code is never
+ * wider than its register, and no AArch64 core has AVX-512's port fusion. */
+enum { A64_NEON, A64_SVE128, A64_SVE256, A64_SVE512, A64__COUNT };
 static const struct {
   lm_term t;
-  double cycles;
-  int neon_only;
+  double cycles[A64__COUNT];
 } aarch64_defaults[] = {
-    {LM_T_MASKLOAD, 12, 1}, {LM_T_MASKSTORE, 24, 1}, {LM_T_GATHER, 3, 1},
-    {LM_T_SCATTER, 3, 1},   {LM_T_WIDE, 0, 0},       {LM_T_WCALL, 0, 0},
+    /*                 neoverse-n1 neoverse-v2 neoverse-v1 a64fx */
+    {LM_T_VOP, {0.50, 0.25, 0.50, 0.50}},
+    {LM_T_VDIV, {1.75, 1.12, 0.88, 6.12}},
+    {LM_T_VLOAD, {0.50, 0.33, 0.50, 0.50}},
+    {LM_T_VSTORE, {1.00, 0.50, 0.50, 1.00}},
+    {LM_T_MASKLOAD, {2.00, 1.00, 2.00, 1.00}},
+    {LM_T_MASKSTORE, {2.00, 1.00, 2.00, 1.00}},
+    {LM_T_GATHER, {1.00, 0.50, 0.33, 0.50}},
+    {LM_T_SCATTER, {1.00, 0.50, 0.50, 0.50}},
+    {LM_T_BLEND, {0.50, 0.25, 0.50, 0.50}},
+    {LM_T_SHUFFLE, {0.50, 0.25, 0.50, 1.00}},
+    {LM_T_HRED, {1.00, 0.50, 1.00, 1.00}},
+    {LM_T_WIDE, {0.50, 0, 0, 0}},
+    {LM_T_WCALL, {15, 0, 0, 0}},
 };
 
 static void default_for(lm_isa isa, lm_term t, lm_profile_term *pt) {
   lm_term_default(t, &pt->coef, &pt->lo, &pt->hi, &pt->unit);
-  if (!lm_isa_is_aarch64(isa))
+  int a = isa == LM_ISA_NEON     ? A64_NEON
+          : isa == LM_ISA_SVE128 ? A64_SVE128
+          : isa == LM_ISA_SVE256 ? A64_SVE256
+          : isa == LM_ISA_SVE512 ? A64_SVE512
+                                 : -1;
+  if (a < 0)
     return;
   for (size_t i = 0; i < sizeof aarch64_defaults / sizeof aarch64_defaults[0]; i++)
-    if (aarch64_defaults[i].t == t &&
-        (!aarch64_defaults[i].neon_only || isa == LM_ISA_NEON)) {
-      pt->coef = aarch64_defaults[i].cycles * CYCLE;
+    if (aarch64_defaults[i].t == t) {
+      pt->coef = aarch64_defaults[i].cycles[a] * CYCLE;
       pt->lo = pt->coef / 20;
       if (pt->coef > 0)
         pt->hi = pt->coef * 20;

@@ -433,7 +433,9 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
   double esize = (double)lm_dtype_size(k->elem);
   for (int st = c.L / 2; st >= 1; st /= 2)
     pl->nred_cross += st * esize >= 16;
-  pl->wide = c.W * esize >= 64;
+  /* vectors wider than the target's plain register: AVX-512's zmm, a NEON
+   * pair (the extra instructions: wide512 and wide_call) */
+  pl->wide = c.W * esize > lm_isa_base_bytes(v->isa);
   int nsnap = 0;
   for (int l = 0; l < sch.nloops; l++)
     nsnap += sch.loop[l].nsnap;
@@ -560,8 +562,9 @@ void lm_cost_counts_bytes(const lm_cost_counts *pl, const lm_shape *s, const lm_
   *footprint_out = (double)footprint;
 }
 
-/* The 512-bit code's instructions (wide512); its math calls, every
- * provider's, are priced by wide_call. */
+/* The instructions of code wider than the target's register (wide512:
+ * AVX-512's zmm, NEON's pairs); its math calls, every provider's, are
+ * priced by wide_call. */
 const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS] = {
     LM_T_VOP,      LM_T_VLOAD,    LM_T_VSTORE, LM_T_SEGLOAD, LM_T_SEGSTORE,
     LM_T_MASKLOAD, LM_T_MASKSTORE, LM_T_BLEND, LM_T_SHUFFLE, LM_T_HRED};

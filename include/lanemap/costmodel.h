@@ -51,8 +51,8 @@ extern "C" {
   X(SHUFFLE, "shuffle", "shuffles: transposes, view picks, concatenation")      \
   X(HRED, "hreduce", "horizontal reduction steps (one butterfly stage)")        \
   X(HREDX, "hreduce_cross", "butterfly stages that cross 128-bit lanes (extra)") \
-  X(WIDE, "wide512", "vector instructions on 512-bit registers (extra)")        \
-  X(WCALL, "wide_call", "vector math calls on 512-bit registers (extra)")       \
+  X(WIDE, "wide512", "vector instructions wider than a register: zmm, NEON pairs (extra)") \
+  X(WCALL, "wide_call", "vector math calls wider than a register (extra)")      \
   X(STEP, "step", "unmasked loop steps (index math and branch)")                \
   X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
   X(PACKET, "packet", "packets (per-packet setup and reduction finalisation)")  \

@@ -128,6 +128,11 @@ int lm_isa_has_fma(lm_isa isa);
  * AArch64 code is compiled to objects here and run elsewhere (or under
  * an emulator, which no timing may use). */
 int lm_isa_runnable(lm_isa isa);
+/* The register width, in bytes, that the ISA's plain vector instruction
+ * works on: 32 on x86-64-v3 and v4 (a 512-bit instruction costs extra,
+ * the cost model's wide512 term), 16 on x86-64-v2 and NEON (W = 8 is a
+ * pair of registers, priced by the same term), SVE's length on SVE. */
+int lm_isa_base_bytes(lm_isa isa);
 /* Is the ISA an AArch64 target (NEON or SVE)? */
 int lm_isa_is_aarch64(lm_isa isa);
 /* SVE's fixed vector length in bits (128, 256, 512), 0 for other ISAs. */
