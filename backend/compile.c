@@ -289,8 +289,19 @@ static int vector_operand(const char *ops) {
   return 0;
 }
 
+/* The predicate register an SVE instruction names at `at` ("p3/z",
+ * "p3,"), or -1. */
+static int pred_reg(const char *at) {
+  if (!at || at[0] != 'p' || at[1] < '0' || at[1] > '9')
+    return -1;
+  return atoi(at + 1);
+}
+
 /* The same counts off AArch64 assembly (NEON and SVE).  Masked moves are
- * SVE's predicated contiguous loads and stores (ld1w/st1w ... p<n>);
+ * SVE's predicated contiguous loads and stores (ld1w/st1w ... p<n>) whose
+ * predicate is not all-true: fixed-length SVE code loads and stores whole
+ * vectors under a `ptrue` predicate, which is no mask (a predicate register
+ * that only `ptrue` writes, anywhere in the function, counts as all-true);
  * gathers and scatters take a vector of offsets inside the brackets;
  * pairs are ldp/stp of q registers (the reference report's paired
  * accesses); blends are bsl/bif/bit and SVE's sel. */
@@ -299,6 +310,22 @@ static void count_asm_aarch64(const char *text, lm_counts *c) {
                                    "trn2", "ext\t", "tbl", "tbx", "ins\t",
                                    "splice", "rev64", "uunpk", "sunpk",
                                    "dup\t", "mov\tv", "mov\tz"};
+  /* predicate registers written by ptrue (bit 0) and by anything else (1) */
+  int pdef[16] = {0};
+  for (const char *l = text; *l;) {
+    const char *e = strchr(l, '\n');
+    size_t n = e ? (size_t)(e - l) : strlen(l);
+    char line[128];
+    snprintf(line, sizeof line, "%.*s", (int)(n < 127 ? n : 127), l);
+    l += n + (e ? 1 : 0);
+    char *s = line;
+    while (*s == ' ' || *s == '\t')
+      s++;
+    const char *ops = strchr(s, '\t');
+    int dst = ops && !starts(s, "st") ? pred_reg(ops + 1) : -1;
+    if (dst >= 0 && dst < 16)
+      pdef[dst] |= starts(s, "ptrue\t") ? 1 : 2;
+  }
   for (const char *l = text; *l;) {
     const char *e = strchr(l, '\n');
     size_t n = e ? (size_t)(e - l) : strlen(l);
@@ -322,7 +349,7 @@ static void count_asm_aarch64(const char *text, lm_counts *c) {
       continue;
     c->asm_instructions++;
     const char *ops = strchr(s, '\t');
-    ops = ops ? ops : "";
+    ops = ops ? ops + 1 : "";
     if (vector_operand(ops))
       c->asm_vector++;
     const char *br = strchr(ops, '[');
@@ -332,8 +359,11 @@ static void count_asm_aarch64(const char *text, lm_counts *c) {
       c->asm_gathers++;
     else if (starts(s, "st1") && vec_index)
       c->asm_scatters++;
-    else if ((ld || starts(s, "st1")) && strstr(ops, "}, p"))
-      c->asm_maskmov++;
+    else if ((ld || starts(s, "st1")) && strstr(ops, "}, p")) {
+      int pr = pred_reg(strstr(ops, "}, p") + 3);
+      if (pr < 0 || pr >= 16 || pdef[pr] != 1)
+        c->asm_maskmov++;
+    }
     if ((starts(s, "ldp\tq") || starts(s, "stp\tq")))
       c->asm_pairs++;
     if (starts(s, "bsl") || starts(s, "bif") || starts(s, "bit\t") ||
@@ -399,7 +429,7 @@ lm_status lm_compile(const lm_kernel *k, const lm_variant *v,
     opts = &defaults;
   }
   double t0 = now_ms();
-  if (!opts->no_entry && !lm_isa_runnable(v->isa))
+  if (!opts->no_entry && lm_isa_is_aarch64(v->isa) != lm_isa_is_aarch64(LM_ISA_HOST))
     return lm_error_set(err, LM_EINPUT,
                         "%s code cannot run on this machine; write an object "
                         "for it (lanemap emit --object, lanemap compile --aot) "

@@ -133,6 +133,8 @@ int lm_isa_lanes(lm_isa isa, lm_dtype elem, int wide) {
   return bytes / (int)(elem == LM_F64 ? 8 : 4);
 }
 
+lm_isa lm_isa_resolve(lm_isa isa) { return isa == LM_ISA_HOST ? host_isa() : isa; }
+
 int lm_isa_base_bytes(lm_isa isa) {
   if (isa == LM_ISA_HOST)
     isa = host_isa();

@@ -570,7 +570,7 @@ error:
 
 lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) {
   *out = NULL;
-  if (lm_isa_is_aarch64(o->isa))
+  if (lm_isa_is_aarch64(o->isa) && !lm_isa_runnable(o->isa))
     return lm_error_set(err, LM_EINPUT,
                         "this machine cannot run %s code, and calibration "
                         "times code where it runs: build lanemap on an "

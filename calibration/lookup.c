@@ -145,6 +145,13 @@ lm_status lm_profile_lookup(const lm_profile_lookup_opts *o, lm_profile **out,
   case LM_PROFILE_MISSING_ERROR:
     break;
   }
+  if (!lm_isa_runnable(o->isa))
+    return lm_error_set(err, LM_EINPUT,
+                        "no cached profile for %s, and this machine cannot "
+                        "calibrate it: pass --default-profile (the named "
+                        "defaults) or --profile P (one calibrated on that "
+                        "machine)",
+                        lm_isa_name(o->isa));
   return lm_error_set(err, LM_EINPUT,
                       "no cached profile for %s: run `lanemap calibrate --isa "
                       "%s`, or pass --profile P or --default-profile",

@@ -144,6 +144,13 @@ int cmd_predict(int argc, char **argv) {
     s = lm_shape_parse(k, shape_s, &sh, &err);
   if (s == LM_OK)
     s = cli_variants(k, list, all, all ? isa_s : NULL, fp, 0, &vs, &nv, &err);
+  /* an AArch64 variant is priced by its own target's profile, never by
+   * this machine's */
+  for (int i = 0; s == LM_OK && i < nv; i++)
+    if ((lm_isa_is_aarch64(vs[i].isa) || lm_isa_is_aarch64(isa)) && vs[i].isa != isa)
+      s = lm_error_set(&err, LM_EINPUT,
+                       "variant %d targets %s, the profile %s: give --isa %s", i + 1,
+                       lm_isa_name(vs[i].isa), lm_isa_name(isa), lm_isa_name(vs[i].isa));
   if (s == LM_OK)
     s = profile_for(prof, dflt, isa, accept, &p, &err);
   if (s != LM_OK)

@@ -32,15 +32,18 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
       return LM_EINPUT;
     if (cli_fp_modes(fp, 1, &fps, err) != LM_OK)
       return LM_EINPUT;
-    const lm_isa isas[] = {LM_ISA_SSE42, LM_ISA_AVX2, LM_ISA_AVX512};
+    /* without --isa: every named target this machine runs (x86-64-v2..v4
+     * here; NEON and the machine's SVE length in a native AArch64 build) */
     lm_variant *acc = NULL;
     int total = 0;
-    for (int i = 0; i < 3; i++) {
-      lm_isa want = isas[i];
+    for (int i = 0; i < LM_ISA__COUNT; i++) {
+      lm_isa want = (lm_isa)i;
       if (only != LM_ISA__COUNT) {
         if (i > 0)
           break;
         want = only;
+      } else if (want == LM_ISA_HOST) {
+        continue;
       }
       if (only == LM_ISA__COUNT && !lm_isa_runnable(want))
         continue;

@@ -612,7 +612,7 @@ static lm_status read_profiles(rd *r, const cJSON *root, lm_plan *p) {
         (s = lm_json_string(r, c, "mode", 0, sizeof p->profiles[i].mode - 1, &mode)))
       return s;
     if (lm_isa_parse(isa, &is, &e2) != LM_OK)
-      return lm_json_expected(r, c, "isa", "an ISA target (sse4.2, avx2, avx512, host)");
+      return lm_json_expected(r, c, "isa", "an ISA target (sse4.2, avx2, avx512, host, aarch64-neon, aarch64-sve128/256/512)");
     if (lm_profile_mode_parse(mode, &m, &e2) != LM_OK)
       return lm_json_expected(r, c, "mode", "\"default\", \"quick\" or \"full\"");
     snprintf(p->profiles[i].isa, sizeof p->profiles[i].isa, "%s", isa);

@@ -466,7 +466,7 @@ static lm_status parse_doc(rd *r, lm_workload *w, const cJSON *root) {
     cJSON_ArrayForEach(c, isa) {
       if (!cJSON_IsString(c))
         return lm_json_expected(r, c, NULL,
-                                "a target name (sse4.2, avx2, avx512, host)");
+                                "a target name (sse4.2, avx2, avx512, host, aarch64-neon, aarch64-sve128/256/512)");
       if (lm_isa_parse(c->valuestring, &v[n++], r->err) != LM_OK)
         return at(r, c, NULL);
     }

@@ -328,7 +328,8 @@ static int kernel_files(const char *folder, char **out, int max) {
   cr_assert(d, "cannot open %s", dirp);
   int n = 0;
   struct dirent *e;
-  while ((e = readdir(d)) && n < max) {
+  while ((e = readdir(d))) {
+    cr_assert_lt(n, max, "%s: more than %d kernel files", folder, max);
     size_t len = strlen(e->d_name);
     if (len > 3 && strcmp(e->d_name + len - 3, ".lk") == 0) {
       out[n] = malloc(strlen(folder) + len + 2);
@@ -344,9 +345,10 @@ static int kernel_files(const char *folder, char **out, int max) {
 static void check_target(const Target *t) {
   char dir[] = "/tmp/lanemap-aarch64-XXXXXX";
   cr_assert(mkdtemp(dir));
-  char *files[128];
+  char *files[144];
   int n = kernel_files("kernels", files, 64);
   n += kernel_files("heldout/kernels", files + n, 64);
+  cr_assert_lt(n, 128, "more kernel files than this test holds");
   /* the test kernels that reach families the suite does not: f64, math in
    * mixed precision, lane branches, boolean snapshots, partial strides */
   static const char *extra[] = {
@@ -370,8 +372,68 @@ static void check_target(const Target *t) {
   cr_expect_eq(tally.failed, 0);
 }
 
-/* The emulation check on this (native) host: no; on a cpuinfo file of
- * the other architecture: yes. */
+/* What each target's code is made of: SVE from 256 bits has native
+ * gathers and scatters, every SVE length native masked loads and stores
+ * (asm_maskmov counts only those under a predicate that is not all-true,
+ * so one per masked site here), NEON neither. */
+static lm_counts counts_of(const char *variant) {
+  char *path = src_path("kernels/rmsnorm.lk");
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_kernel_load(path, &k, &err), LM_OK, "%s", err.msg);
+  free(path);
+  lm_variant v;
+  cr_assert_eq(lm_variant_parse(variant, &v, &err), LM_OK, "%s", err.msg);
+  lm_compile_opts co;
+  lm_compile_defaults(&co);
+  co.want_asm = 1;
+  co.no_entry = 1;
+  lm_compiled *c = NULL;
+  cr_assert_eq(lm_compile(k, &v, &co, &c, &err), LM_OK, "%s: %s", variant, err.msg);
+  cr_assert_null(lm_compiled_entry(c), "no entry without a JIT");
+  lm_counts n = *lm_compiled_counts(c);
+  lm_compiled_free(c);
+  lm_kernel_free(k);
+  return n;
+}
+
+Test(aarch64, each_target_emits_its_own_instructions) {
+  static const struct {
+    const char *variant;
+    int gathers, maskmov; /* > 0 expected */
+  } cases[] = {
+      {"aarch64-neon/w8/l1/priv=gather/glob=gather/phase=snapshot/t1", 0, 0},
+      {"aarch64-neon/w8/l8/priv=masked/phase=snapshot/t1", 0, 0},
+      {"aarch64-sve128/w4/l1/priv=gather/glob=gather/phase=snapshot/t1", 0, 0},
+      {"aarch64-sve128/w4/l4/priv=masked/phase=snapshot/t1", 0, 1},
+      {"aarch64-sve256/w8/l1/priv=gather/glob=gather/phase=snapshot/t1", 1, 0},
+      {"aarch64-sve256/w8/l8/priv=masked/phase=snapshot/t1", 0, 1},
+      {"aarch64-sve512/w16/l1/priv=gather/glob=gather/phase=snapshot/t1", 1, 0},
+      {"aarch64-sve512/w16/l16/priv=masked/phase=snapshot/t1", 0, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    lm_counts n = counts_of(cases[i].variant);
+    const char *v = cases[i].variant;
+    cr_expect_eq(n.asm_gathers > 0, cases[i].gathers, "%s: %d gathers", v, n.asm_gathers);
+    cr_expect_eq(n.asm_scatters > 0, cases[i].gathers, "%s: %d scatters", v, n.asm_scatters);
+    if (cases[i].maskmov) /* one per masked site the lowering emitted */
+      cr_expect_eq(n.asm_maskmov,
+                   n.emit_priv_masked_loads + n.emit_priv_masked_stores +
+                       n.emit_glob_masked_loads + n.emit_glob_masked_stores,
+                   "%s: %d masked moves", v, n.asm_maskmov);
+    else
+      cr_expect_eq(n.asm_maskmov, 0, "%s: %d masked moves", v, n.asm_maskmov);
+    cr_expect_eq(n.asm_kmasked, 0, "%s", v);
+    cr_expect_gt(n.asm_vector, 0, "%s", v);
+  }
+  /* NEON's W = 8 is a pair of q registers: paired loads and stores */
+  lm_counts p = counts_of("aarch64-neon/w8/l1/priv=slot/glob=transpose/phase=snapshot/t1");
+  cr_expect_gt(p.asm_pairs, 0);
+  cr_expect_gt(p.asm_blends, 0, "the blended slot write");
+}
+
+/* The emulation check on this (native) host: no; on a cpuinfo or modalias
+ * file of the other architecture: yes. */
 Test(aarch64, emulation_check_is_native_here) {
   cr_expect_eq(lm_emulated(), 0);
   char path[] = "/tmp/lanemap-cpuinfo-XXXXXX";
@@ -384,6 +446,15 @@ Test(aarch64, emulation_check_is_native_here) {
   fclose(f);
   cr_expect_eq(lm_emulated_in(path), 1,
                "an AArch64 cpuinfo on an x86-64 build");
+  f = fopen(path, "w");
+  fputs("cpu:type:aarch64:feature:,0000,0001,0002\n", f);
+  fclose(f);
+  cr_expect_eq(lm_emulated_in(path), 1, "an AArch64 modalias on an x86-64 build");
+  f = fopen(path, "w");
+  fputs("cpu:type:x86,ven0000fam0006mod00A7:feature:,0000\n", f);
+  fclose(f);
+  cr_expect_eq(lm_emulated_in(path), 0, "this machine's own modalias");
+  cr_expect_eq(lm_emulated_in("/sys/devices/system/cpu/modalias"), 0);
   cr_expect_eq(lm_emulated_in("/nonexistent/cpuinfo"), 0,
                "cannot tell: native");
   remove(path);

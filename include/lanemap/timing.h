@@ -100,11 +100,12 @@ typedef struct lm_timing_result {
   lm_noise noise;
 } lm_timing_result;
 
-/* Is this process running under a user-mode emulator (its cpuinfo file,
- * /proc/cpuinfo for lm_emulated, describes another architecture than the
- * one it was compiled for)?  1 yes, 0 no or cannot tell. */
+/* Is this process running under a user-mode emulator: does
+ * /sys/devices/system/cpu/modalias (else /proc/cpuinfo) describe another
+ * architecture than the one it was compiled for?  1 yes, 0 no or cannot
+ * tell.  lm_emulated_in reads one such file. */
 int lm_emulated(void);
-int lm_emulated_in(const char *cpuinfo);
+int lm_emulated_in(const char *file);
 
 /* Times n entries side by side with options o (NULL = defaults) and fills
  * *out, which the caller frees with lm_timing_result_free (also after an

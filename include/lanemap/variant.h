@@ -133,6 +133,8 @@ int lm_isa_runnable(lm_isa isa);
  * the cost model's wide512 term), 16 on x86-64-v2 and NEON (W = 8 is a
  * pair of registers, priced by the same term), SVE's length on SVE. */
 int lm_isa_base_bytes(lm_isa isa);
+/* The named target `host` stands for on this machine; other ISAs as they are. */
+lm_isa lm_isa_resolve(lm_isa isa);
 /* Is the ISA an AArch64 target (NEON or SVE)? */
 int lm_isa_is_aarch64(lm_isa isa);
 /* SVE's fixed vector length in bits (128, 256, 512), 0 for other ISAs. */
