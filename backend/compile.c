@@ -230,6 +230,27 @@ static void count_ir(LLVMModuleRef m, lm_counts *c) {
       }
 }
 
+/* The line of assembly at *l, up to cap - 1 bytes, copied into line; *l
+ * moves past it.  Returns the copy without its leading blanks. */
+static char *asm_line(const char **l, char *line, size_t cap) {
+  const char *e = strchr(*l, '\n');
+  size_t n = e ? (size_t)(e - *l) : strlen(*l);
+  snprintf(line, cap, "%.*s", (int)(n < cap - 1 ? n : cap - 1), *l);
+  *l += n + (e ? 1 : 0);
+  char *s = line;
+  while (*s == ' ' || *s == '\t')
+    s++;
+  return s;
+}
+
+/* LLVM's verbose assembly marks spills and reloads (folded ones too). */
+static void count_spills(const char *s, lm_counts *c) {
+  if (strstr(s, "Spill"))
+    c->asm_spills++;
+  if (strstr(s, "Reload"))
+    c->asm_reloads++;
+}
+
 static void count_asm(const char *text, lm_counts *c) {
   static const char *shuffles[] = {"vperm",  "vshuf",    "vunpck",  "vpunpck",
                                    "vinsert", "vextract", "vpshuf", "vblend",
@@ -238,18 +259,8 @@ static void count_asm(const char *text, lm_counts *c) {
                                    "vmovshdup", "vmovsldup", "vcompress",
                                    "vexpand"};
   for (const char *l = text; *l;) {
-    const char *e = strchr(l, '\n');
-    size_t n = e ? (size_t)(e - l) : strlen(l);
-    char line[512];
-    snprintf(line, sizeof line, "%.*s", (int)(n < 511 ? n : 511), l);
-    l += n + (e ? 1 : 0);
-    char *s = line;
-    while (*s == ' ' || *s == '\t')
-      s++;
-    if (strstr(s, "Spill"))
-      c->asm_spills++;
-    if (strstr(s, "Reload"))
-      c->asm_reloads++;
+    char line[512], *s = asm_line(&l, line, sizeof line);
+    count_spills(s, c);
     if (!*s || *s == '.' || *s == '#' || strchr(s, ':'))
       continue;
     c->asm_instructions++;
@@ -313,32 +324,15 @@ static void count_asm_aarch64(const char *text, lm_counts *c) {
   /* predicate registers written by ptrue (bit 0) and by anything else (1) */
   int pdef[16] = {0};
   for (const char *l = text; *l;) {
-    const char *e = strchr(l, '\n');
-    size_t n = e ? (size_t)(e - l) : strlen(l);
-    char line[128];
-    snprintf(line, sizeof line, "%.*s", (int)(n < 127 ? n : 127), l);
-    l += n + (e ? 1 : 0);
-    char *s = line;
-    while (*s == ' ' || *s == '\t')
-      s++;
+    char line[128], *s = asm_line(&l, line, sizeof line);
     const char *ops = strchr(s, '\t');
     int dst = ops && !starts(s, "st") ? pred_reg(ops + 1) : -1;
     if (dst >= 0 && dst < 16)
       pdef[dst] |= starts(s, "ptrue\t") ? 1 : 2;
   }
   for (const char *l = text; *l;) {
-    const char *e = strchr(l, '\n');
-    size_t n = e ? (size_t)(e - l) : strlen(l);
-    char line[512];
-    snprintf(line, sizeof line, "%.*s", (int)(n < 511 ? n : 511), l);
-    l += n + (e ? 1 : 0);
-    char *s = line;
-    while (*s == ' ' || *s == '\t')
-      s++;
-    if (strstr(s, "Spill"))
-      c->asm_spills++;
-    if (strstr(s, "Reload"))
-      c->asm_reloads++;
+    char line[512], *s = asm_line(&l, line, sizeof line);
+    count_spills(s, c);
     char *cm = strstr(s, "//");
     if (cm)
       *cm = 0;
