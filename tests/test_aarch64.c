@@ -364,7 +364,7 @@ static void check_target(const Target *t) {
     free(files[i]);
   }
   rmdir(dir);
-  printf("%s: %d kernels (%d with no legal variant), %d variants in %d code "
+  printf("%s: %d kernels verified (and %d with no legal variant), %d variants in %d code "
          "variants, %d variant x shape checks under qemu, %d failed\n",
          lm_isa_name(t->isa), tally.kernels, tally.refused, tally.variants,
          tally.codes, tally.checked, tally.failed);
