@@ -69,10 +69,50 @@ typedef struct List {
   int n, cap;
   lm_isa isa;
   int W;
+  int skipped;          /* the last add left its benchmark out */
+  lm_calib_bench spare; /* what settings on a left-out benchmark go to */
 } List;
+
+/* The benchmark the last add made (the spare one when it was left out). */
+static lm_calib_bench *last(List *l) { return l->skipped ? &l->spare : &l->b[l->n - 1]; }
+
+/* On an AArch64 target a benchmark calls its vector math through math=ir,
+ * the one provider there; one that stays illegal (sine: math=ir has none)
+ * is left out.  `m`, the mapping (n bytes), is rewritten in place.
+ * Returns 0 to leave the benchmark out.  x86 targets are never touched. */
+static int for_target(const List *l, const char *src, char *m, size_t n) {
+  if (!lm_isa_is_aarch64(l->isa))
+    return 1;
+  lm_kernel *k = NULL;
+  if (lm_kernel_parse("bench.lk", src, strlen(src), &k, NULL) != LM_OK)
+    return 0;
+  char v[160];
+  lm_variant var;
+  int ok = 0;
+  for (int pass = 0; pass < 2 && !ok; pass++) {
+    if (pass == 1) { /* insert math=ir before the worker field */
+      char *t = strstr(m, "/t");
+      if (!t || strstr(m, "math=") || strlen(m) + 8 >= n)
+        break;
+      char tail[96];
+      snprintf(tail, sizeof tail, "%s", t);
+      snprintf(t, n - (size_t)(t - m), "/math=ir%s", tail);
+    }
+    snprintf(v, sizeof v, "%s/%s", lm_isa_name(l->isa), m);
+    ok = lm_variant_parse(v, &var, NULL) == LM_OK &&
+         lm_variant_check(k, &var, NULL) == LM_OK;
+  }
+  lm_kernel_free(k);
+  return ok;
+}
 
 static void add(List *l, const char *name, const char *family, const char *src,
                 const char *mapping, int64_t R, int64_t C) {
+  char m[96]; /* with the ISA's name, it fits lm_calib_bench.variant */
+  snprintf(m, sizeof m, "%s", mapping);
+  if ((l->skipped = !for_target(l, src, m, sizeof m)))
+    return;
+  mapping = m;
   if (l->n == l->cap)
     l->b = realloc(l->b, sizeof *l->b * (size_t)(l->cap = l->cap ? 2 * l->cap : 64));
   lm_calib_bench *b = &l->b[l->n++];
@@ -190,12 +230,12 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   for (int i = 0; i < 4; i++) {
     snprintf(name, sizeof name, "density_prefix_%g", dens[i]);
     add(&l, name, "mask_density", src_ragged, m, l1R, l1C);
-    l.b[l.n - 1].density = dens[i] > 0 ? dens[i] : 1e-9;
+    last(&l)->density = dens[i] > 0 ? dens[i] : 1e-9;
   }
   add(&l, "density_random_0.5", "mask_density", src_ragged, m, l1R, l1C);
-  l.b[l.n - 1].density = 0.5, l.b[l.n - 1].random_lens = 1;
+  last(&l)->density = 0.5, last(&l)->random_lens = 1;
   add(&l, "density_local_0.5", "mask_density", src_ragged, local, l1R, l1C);
-  l.b[l.n - 1].density = 0.5;
+  last(&l)->density = 0.5;
 
   /* horizontal reduction steps by L: one step per row, C = L */
   for (int L = 2; L <= W; L *= 2) {
@@ -303,14 +343,14 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   /* composition check */
   snprintf(m, sizeof m, "w%d/l%d/phase=reread/t1", W, W);
   add(&l, "mix_norm_l1", "mixed", src_mix_norm, m, rows_for(c->l1 / 2, 256, 2, W), 256);
-  l.b[l.n - 1].mixed = 1;
+  last(&l)->mixed = 1;
   add(&l, "mix_norm_l3", "mixed", src_mix_norm, m, rows_for(c->l3 / 4, 1024, 2, W), 1024);
-  l.b[l.n - 1].mixed = 1;
+  last(&l)->mixed = 1;
   add(&l, "mix_exp_l2", "mixed", src_mix_exp, local, rows_for(c->l2 / 2, 1024, 3, W), 1024);
-  l.b[l.n - 1].mixed = 1;
+  last(&l)->mixed = 1;
   snprintf(m, sizeof m, "w%d/l%d/priv=slot/glob=transpose/phase=snapshot/t1", W, W / 2);
   add(&l, "mix_norm_partial", "mixed", src_mix_norm, m, 4096, 24);
-  l.b[l.n - 1].mixed = 1;
+  last(&l)->mixed = 1;
   free((char *)local);
   *out = l.b;
   return l.n;

@@ -520,6 +520,55 @@ Test(aarch64, named_defaults_are_the_scheduling_models_table) {
   cr_expect_gt(coef(LM_ISA_AVX512, LM_T_WIDE), 0);
 }
 
+/* The calibration families are written for any target: on every AArch64
+ * target each benchmark is a legal variant of its kernel, its vector math
+ * goes through math=ir, and what math=ir lacks (sine) is left out; the
+ * families themselves (bandwidth, division, math, tasks, width) all
+ * remain.  A native AArch64 build would run this list. */
+Test(aarch64, calibration_families_are_legal_on_every_target) {
+  lm_caches cc;
+  lm_caches_default(&cc);
+  const lm_isa isas[] = {LM_ISA_AVX512, LM_ISA_NEON, LM_ISA_SVE128, LM_ISA_SVE256,
+                         LM_ISA_SVE512};
+  int n_x86 = 0;
+  for (int ii = 0; ii < 5; ii++) {
+    lm_calib_bench *b = NULL;
+    int n = lm_calib_benches(isas[ii], 1, &cc, &b);
+    cr_assert_gt(n, 20, "%s: %d benchmarks", lm_isa_name(isas[ii]), n);
+    int math = 0, width = 0, forkjoin = 0, sines = 0;
+    for (int i = 0; i < n; i++) {
+      lm_kernel *k = NULL;
+      lm_variant v;
+      lm_error err = {0};
+      cr_assert_eq(lm_kernel_parse("b.lk", b[i].source, strlen(b[i].source), &k, &err),
+                   LM_OK, "%s: %s", b[i].name, err.msg);
+      cr_expect_eq(lm_variant_parse(b[i].variant, &v, &err), LM_OK, "%s %s: %s",
+                   b[i].name, b[i].variant, err.msg);
+      cr_expect_eq(lm_variant_check(k, &v, &err), LM_OK, "%s %s: %s", b[i].name,
+                   b[i].variant, err.msg);
+      cr_expect_eq(v.isa, isas[ii], "%s", b[i].variant);
+      math += strcmp(b[i].family, "math") == 0;
+      width += strcmp(b[i].family, "width") == 0;
+      forkjoin += strcmp(b[i].family, "forkjoin") == 0;
+      sines += strstr(b[i].name, "sin") != NULL;
+      if (lm_isa_is_aarch64(isas[ii]) && lm_vmath_calls(k))
+        cr_expect(strstr(b[i].variant, "math=ir") != NULL, "%s", b[i].variant);
+      lm_kernel_free(k);
+    }
+    cr_expect_gt(math, 0, "%s", lm_isa_name(isas[ii]));
+    cr_expect_gt(forkjoin, 0, "%s", lm_isa_name(isas[ii]));
+    if (isas[ii] == LM_ISA_AVX512 || isas[ii] == LM_ISA_NEON)
+      cr_expect_gt(width, 0, "%s has two widths", lm_isa_name(isas[ii]));
+    if (isas[ii] == LM_ISA_AVX512) {
+      n_x86 = n;
+      cr_expect_gt(sines, 0);
+    } else
+      cr_expect_eq(sines, 0, "%s: math=ir has no sine", lm_isa_name(isas[ii]));
+    lm_calib_benches_free(b, n);
+  }
+  cr_expect_gt(n_x86, 0);
+}
+
 /* The control: the same path with every launch one row short must fail
  * every check, so a harness that passes whatever ran is caught. */
 Test(aarch64, control_fails, .timeout = 120) {
