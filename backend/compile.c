@@ -89,19 +89,17 @@ lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
   pthread_once(&init_once, init_targets);
   const char *triple, *tcpu, *tfeat;
   target_of(isa, &triple, &tcpu, &tfeat);
+  char *own = NULL; /* `host` in a build for another architecture: its triple */
 #if !defined(__x86_64__)
-  char *host_triple = isa == LM_ISA_HOST ? LLVMGetDefaultTargetTriple() : NULL;
-  if (host_triple)
-    triple = host_triple; /* `host` is this machine's own architecture */
+  if (isa == LM_ISA_HOST)
+    triple = own = LLVMGetDefaultTargetTriple();
 #endif
   char *msg = NULL;
   LLVMTargetRef t;
   if (LLVMGetTargetFromTriple(triple, &t, &msg)) {
     lm_error_set(err, LM_ESYS, "LLVM target %s: %s", triple, msg);
     LLVMDisposeMessage(msg);
-#if !defined(__x86_64__)
-    LLVMDisposeMessage(host_triple);
-#endif
+    LLVMDisposeMessage(own);
     return LM_ESYS;
   }
   char *cpu = NULL, *feat = NULL;
@@ -115,9 +113,7 @@ lm_status lm_target_machine(lm_isa isa, int jit, LLVMTargetMachineRef *out,
       jit ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(feat);
-#if !defined(__x86_64__)
-  LLVMDisposeMessage(host_triple);
-#endif
+  LLVMDisposeMessage(own);
   if (!*out)
     return lm_error_set(err, LM_ESYS, "cannot create a target machine for %s",
                         lm_isa_name(isa));

@@ -19,6 +19,7 @@
 #include "lanemap/timing.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -382,6 +383,16 @@ static void lm_timing_verdict(const lm_timing_opts *o, lm_timing_result *out,
   lm_noise_judge(nz, o->limits);
 }
 
+/* lm_emulated, asked once per process: the answer does not change, and
+ * every comparison would otherwise read two files. */
+static pthread_once_t emulated_once = PTHREAD_ONCE_INIT;
+static int emulated_answer;
+static void emulated_ask(void) { emulated_answer = lm_emulated(); }
+static int emulated(void) {
+  pthread_once(&emulated_once, emulated_ask);
+  return emulated_answer;
+}
+
 lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
                           lm_timing_result *out, lm_error *err) {
   lm_timing_opts d;
@@ -398,11 +409,12 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
   }
   if ((st = lm_timing_opts_check(o, err)) != LM_OK)
     return st;
-  if (lm_emulated())
+  if (emulated())
     return lm_error_set(err, LM_EINPUT,
                         "timing refused: this process runs under an emulator "
-                        "(/proc/cpuinfo describes another architecture), whose "
-                        "timings describe the emulator, not the target");
+                        "(the kernel's CPU description names another "
+                        "architecture), whose timings describe the emulator, "
+                        "not the target");
   if (n < 1 || n > LM_TIMING_MAX_ITEMS)
     return lm_error_set(err, LM_EINPUT, "timing: %d entries, need 1 to %d", n,
                         LM_TIMING_MAX_ITEMS);

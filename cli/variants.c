@@ -32,29 +32,25 @@ lm_status cli_variants(const lm_kernel *k, const char *list, int all,
       return LM_EINPUT;
     if (cli_fp_modes(fp, 1, &fps, err) != LM_OK)
       return LM_EINPUT;
-    /* without --isa: every named target this machine runs (x86-64-v2..v4
-     * here; NEON and the machine's SVE length in a native AArch64 build) */
+    /* the targets: --isa's, else every named target this machine runs
+     * (x86-64-v2..v4 here; NEON and its SVE length in a native AArch64
+     * build) */
+    lm_isa isas[LM_ISA__COUNT];
+    int nisa = 0;
+    if (only != LM_ISA__COUNT)
+      isas[nisa++] = only;
+    for (int i = 0; only == LM_ISA__COUNT && i < LM_ISA__COUNT; i++)
+      if (i != LM_ISA_HOST && lm_isa_runnable((lm_isa)i))
+        isas[nisa++] = (lm_isa)i;
+    if (run && only != LM_ISA__COUNT && !lm_isa_runnable(only))
+      return lm_error_set(err, LM_EINPUT, "this machine cannot run %s code",
+                          lm_isa_name(only));
     lm_variant *acc = NULL;
     int total = 0;
-    for (int i = 0; i < LM_ISA__COUNT; i++) {
-      lm_isa want = (lm_isa)i;
-      if (only != LM_ISA__COUNT) {
-        if (i > 0)
-          break;
-        want = only;
-      } else if (want == LM_ISA_HOST) {
-        continue;
-      }
-      if (only == LM_ISA__COUNT && !lm_isa_runnable(want))
-        continue;
-      if (run && !lm_isa_runnable(want)) {
-        free(acc);
-        return lm_error_set(err, LM_EINPUT, "this machine cannot run %s code",
-                            lm_isa_name(want));
-      }
+    for (int i = 0; i < nisa; i++) {
       lm_enum_opts eo;
       lm_enum_defaults(&eo);
-      eo.isa = want;
+      eo.isa = isas[i];
       eo.fps = fps;
       lm_variant *vs;
       int m = lm_variant_enumerate(k, &eo, &vs, err);
