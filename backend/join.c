@@ -1,13 +1,18 @@
-/* The workers' late join, measured: how much longer a launch takes when a
- * pool worker must really run part of it than when the caller can run it
- * all.  Two launches of two one-instance chunks on the pool are timed
- * side by side (lm_time_compare): in the first each chunk waits until the
- * other has started (a rendezvous: the worker must join, start and finish
- * before the launch returns); in the second the chunks return at once, so
- * the caller usually runs both before the worker arrives.  The difference
- * of their medians is the fork-join round trip beyond the launch itself:
- * the cost model's join (lm_coefs.join), what a parallel launch of a few
- * microseconds waits for its worker. */
+/* A pooled launch's two fixed costs, measured: the fork-join round and
+ * the workers' late join.  Three entries are timed side by side
+ * (lm_time_compare), each two one-instance chunks:
+ *
+ *   rendezvous  a pooled launch whose chunks wait for each other (the
+ *               worker must join, start and finish before it returns);
+ *   no wait     a pooled launch whose chunks return at once, so the
+ *               caller usually runs both before the worker arrives;
+ *   direct      the two chunks called in turn, no pool.
+ *
+ * no wait - direct is the round a launch pays even when its caller does
+ * all the work: the cost model's fork (lm_coefs.theta[LM_T_FORK]).
+ * rendezvous - no wait is the round trip beyond it: the join
+ * (lm_coefs.join), what a parallel launch of a few microseconds waits for
+ * its worker. */
 #include <math.h>
 #include <stdatomic.h>
 
@@ -57,22 +62,35 @@ static void run(void *ctx, int64_t reps) {
     lm_pool_launch(l->pool, l->fn, l->args, 2, 1, 2, NULL);
 }
 
-lm_status lm_pool_join_ns(lm_pool *p, const lm_timing_opts *o, double *out,
-                          lm_error *err) {
-  *out = NAN;
+/* The same two chunks without a pool (volatile: the calls stay). */
+static void run_direct(void *ctx, int64_t reps) {
+  lm_entry_fn volatile fn = empty_entry;
+  (void)ctx;
+  for (int64_t i = 0; i < reps; i++) {
+    fn(NULL, 0, 1);
+    fn(NULL, 1, 1);
+  }
+}
+
+lm_status lm_pool_round_ns(lm_pool *p, const lm_timing_opts *o, double *fork,
+                           double *join, lm_error *err) {
+  *fork = *join = NAN;
   if (!p || lm_pool_threads(p) < 1)
     return lm_error_set(err, LM_EINPUT,
-                        "join: needs a pool with at least one thread");
+                        "fork-join round: needs a pool with at least one thread");
   Meet m;
   atomic_init(&m.arrived, 0);
   Launch meet = {p, meet_entry, &m}, none = {p, empty_entry, NULL};
-  lm_timed items[2] = {{"rendezvous", run, &meet}, {"no wait", run, &none}};
+  lm_timed items[3] = {
+      {"rendezvous", run, &meet}, {"no wait", run, &none}, {"direct", run_direct, NULL}};
   lm_timing_opts t = *o;
   t.pool = p;
   lm_timing_result r = {0};
-  lm_status s = lm_time_compare(&t, 2, items, &r, err);
-  if (s == LM_OK)
-    *out = fmax(0, r.stats[0].p50 - r.stats[1].p50);
+  lm_status s = lm_time_compare(&t, 3, items, &r, err);
+  if (s == LM_OK) {
+    *join = fmax(0, r.stats[0].p50 - r.stats[1].p50);
+    *fork = fmax(0, r.stats[1].p50 - r.stats[2].p50);
+  }
   lm_timing_result_free(&r);
   return s;
 }

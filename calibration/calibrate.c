@@ -295,16 +295,16 @@ static void row_weights(int m, const double *b, const double *spread,
     w[i] = 1.0 / ((spread[i] * spread[i] + s * s) * b[i] * b[i]);
 }
 
-/* The model error: 1.4826 times the median relative residual |A_i θ/b_i -
- * 1| over the m benchmark rows (robust, as a few rows the form misses
+/* The model error: 1.4826 times the median relative residual |(k_i + A_i
+ * θ)/b_i - 1| over the m benchmark rows (k_i: the row's measured terms) (robust, as a few rows the form misses
  * badly must not set it), at least LM_CALIB_SPREAD_FLOOR. */
 static double model_error(int m, int nc, const double *A, const double *b,
-                          const double *theta) {
+                          const double *known, const double *theta) {
   double *r = malloc(sizeof *r * (size_t)(m > 0 ? m : 1));
   if (!r)
     return LM_CALIB_SPREAD_FLOOR;
   for (int i = 0; i < m; i++) {
-    double pred = 0;
+    double pred = known[i];
     for (int j = 0; j < nc; j++)
       pred += A[i * nc + j] * theta[j];
     r[i] = fabs(pred / b[i] - 1);
@@ -316,23 +316,43 @@ static double model_error(int m, int nc, const double *A, const double *b,
 
 /* Fit the terms some benchmark exercises; a term no benchmark counts (e.g.
  * memory bytes in quick mode, whose working sets stay in cache) keeps its
- * named default and is reported as unmeasured. */
+ * named default and is reported as unmeasured.  A term with a finite
+ * known[t] was measured apart (the fork-join round): it is not fitted, its
+ * share known[t] * count is taken off each row's time, and every resample
+ * carries it. */
 #define PRIOR_WEIGHT 1.0
+#define KNOWN_SHARE_MAX 0.9
 
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
-                     double *lo, double *hi, int *measured, double *model_err,
-                     lm_error *err) {
+                     double *lo, double *hi, const double *known, int *measured,
+                     double *model_err, lm_error *err) {
   double *A, *b, *spread;
   int *group;
   int m = build_design(runs, n, &A, &b, &spread, &group);
   int cols[LM_T__COUNT], nc = 0;
+  double *kn = calloc((size_t)(m > 0 ? m : 1), sizeof *kn);
   for (int t = 0; t < LM_T__COUNT; t++) {
     measured[t] = 0;
     for (int i = 0; i < m && !measured[t]; i++)
       measured[t] = A[i * LM_T__COUNT + t] != 0;
-    if (measured[t])
+    if (measured[t] && isfinite(known[t]))
+      for (int i = 0; i < m; i++)
+        kn[i] += known[t] * A[i * LM_T__COUNT + t];
+    else if (measured[t])
       cols[nc++] = t;
   }
+  /* a row whose measured terms take more than KNOWN_SHARE_MAX of its time
+   * says nothing about the rest: what is left is within its timing's noise
+   * (or below zero: a tiny launch faster than the measured round) */
+  int kept = 0;
+  for (int i = 0; i < m; i++)
+    if (!(kn[i] > KNOWN_SHARE_MAX * b[i])) {
+      memmove(A + (size_t)kept * LM_T__COUNT, A + (size_t)i * LM_T__COUNT,
+              sizeof *A * LM_T__COUNT);
+      b[kept] = b[i], spread[kept] = spread[i], group[kept] = group[i], kn[kept] = kn[i];
+      kept++;
+    }
+  m = kept;
   /* one prior row per fitted term after the benchmark rows: theta/default
    * = 1 with weight PRIOR_WEIGHT, i.e. a factor-2 departure from the
    * named default costs what a one-sigma miss (spread and model error)
@@ -348,7 +368,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < nc; j++)
       Ac[i * nc + j] = A[i * LM_T__COUNT + cols[j]];
-    bp[i] = b[i], gp[i] = group[i];
+    bp[i] = b[i] - kn[i], gp[i] = group[i];
   }
   for (int j = 0; j < nc; j++) {
     double d, l, h;
@@ -376,7 +396,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   lm_fit_result cr = {0};
   row_weights(m, b, spread, 0, wp);
   lm_status s = lm_fit(&first, mp, nc, Ac, bp, wp, &cr, err);
-  double merr = s == LM_OK ? model_error(m, nc, Ac, b, cr.theta) : 0;
+  double merr = s == LM_OK ? model_error(m, nc, Ac, b, kn, cr.theta) : 0;
   lm_fit_result_free(&cr);
   memset(&cr, 0, sizeof cr);
   row_weights(m, b, spread, merr, wp);
@@ -397,6 +417,8 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
       double c, l, h;
       const char *u;
       lm_term_default(t, &c, &l, &h, &u);
+      if (measured[t] && isfinite(known[t]))
+        c = known[t];
       fr->theta[t] = fr->p5[t] = fr->p50[t] = fr->p95[t] = c;
       for (int r = 0; r < cr.nboot; r++)
         fr->boot[r * LM_T__COUNT + t] = c;
@@ -412,7 +434,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   } else {
     lm_fit_result_free(&cr);
   }
-  free(Ac), free(bp), free(wp), free(gp);
+  free(Ac), free(bp), free(wp), free(gp), free(kn);
   free(A), free(b), free(spread), free(group);
   return s;
 }
@@ -455,7 +477,7 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const lm_fit_result *fr, const double *lo,
                             const double *hi, const int *measured,
                             const lm_fingerprint *fp, const Verdict *v,
-                            double model_err, double J, lm_profile **out,
+                            double model_err, double F, double J, lm_profile **out,
                             lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
@@ -464,11 +486,11 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   lm_profile_set_fingerprint(p, fp, err);
   cJSON *extra = cJSON_CreateObject();
   double g = composition(runs, n, fr->theta, extra);
-  /* the measured late join, beside the linear fit's fork cost (a refit
-   * of the fork cost under the join was tried and dropped: on quick
-   * calibrations it swung from 0 to 460 ns between runs, since tiny
-   * static and dynamic launches differ by more than the model's two
-   * parameters say; docs/calibration.md) */
+  /* the measured fork-join round and late join (fitting either swung
+   * from 0 to hundreds of ns between quick calibrations; a fork fitted
+   * at 0 made a launch of a few microseconds as cheap on two workers as
+   * on one; docs/calibration.md) */
+  cJSON_AddNumberToObject(extra, "fork_ns", F);
   cJSON_AddNumberToObject(extra, "join_ns", J);
   for (int t = 0; t < LM_T__COUNT; t++) {
     double c, l, h;
@@ -623,22 +645,27 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
         !lm_noise_families_noisy(&verdict.noise, verdict.fam, verdict.nfam))
       break;
   }
-  /* the workers' late join, on the pool the fork-join benchmarks ran on;
-   * without a pool thread no worker ever joins and every launch runs
-   * inline, which the cap prices as all of the work on the caller */
-  double join = LM_JOIN_MAX_NS;
+  /* the fork-join round and the workers' late join, on the pool the
+   * fork-join benchmarks ran on; without a pool thread no worker ever
+   * joins and every launch runs inline, which the join's cap prices as
+   * all of the work on the caller, and the fork cost is the fit's */
+  double join = LM_JOIN_MAX_NS, known[LM_T__COUNT];
+  for (int t = 0; t < LM_T__COUNT; t++)
+    known[t] = NAN;
   if (s == LM_OK && lm_pool_threads(lm_pool_shared()) > 0) {
     lm_timing_opts jt;
     lm_timing_defaults(&jt);
     jt.samples = samples;
     jt.sample_ms = sample_ms;
     jt.warmup_ms = o->quick ? 20 : 100;
-    s = lm_pool_join_ns(lm_pool_shared(), &jt, &join, err);
+    double F;
+    s = lm_pool_round_ns(lm_pool_shared(), &jt, &F, &join, err);
     join = fmin(join, LM_JOIN_MAX_NS);
+    known[LM_T_FORK] = fmin(fmax(F, lo[LM_T_FORK]), hi[LM_T_FORK]);
   }
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
-    s = fit(runs, n, o, &fr, lo, hi, measured, &merr, err);
+    s = fit(runs, n, o, &fr, lo, hi, known, measured, &merr, err);
   if (s == LM_OK && fr.nflagged > 0 && !o->quick) {
     /* re-measure once with longer samples before flagging (full mode; the
      * quick mode flags at once, to stay within its time budget) */
@@ -646,11 +673,12 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     memset(&fr, 0, sizeof fr);
     s = measure(runs, n, o, samples + 2, sample_ms * 2, &verdict, err);
     if (s == LM_OK)
-      s = fit(runs, n, o, &fr, lo, hi, measured, &merr, err);
+      s = fit(runs, n, o, &fr, lo, hi, known, measured, &merr, err);
   }
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
-    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr, join,
+    s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr,
+                   fr.theta[LM_T_FORK], join,
                    out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);

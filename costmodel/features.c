@@ -47,7 +47,8 @@ int lm_term_lookup(const char *name) {
  * terms combine changes without the term list changing. */
 /* 4: task counts pool claims; 5: splits (static, dynK), the busiest
  * worker's share from lm_variant_cut, parallel calibration rows per worker */
-#define LM_MODEL_FORM "form-6" /* 6: the workers' late join */
+/* 6: the workers' late join */
+#define LM_MODEL_FORM "form-7" /* 7: measured fork; claims outside the bottleneck */
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];

@@ -39,25 +39,30 @@ static double joined(const lm_coefs *c, double tpar, double tser, double parts,
  * each worker's share (divided by the split's speed-up par), DRAM time Md
  * is shared, the hidden side is weighted by the overlap, and a pooled
  * launch waits for its workers' late join (parts participants, Q claims).
- * The fork-join round is the caller's to add.  *Cp, *M: the busiest
- * share's compute and memory; *tpar: that share's time. */
-static double launch_ns(const lm_coefs *c, double C, double Mc, double Md, double par,
-                        double parts, double Q, int pooled, double *Cp, double *M,
-                        double *tpar) {
+ * The claims K (pool claims' time) are each worker's share too, but added
+ * outside the bottleneck: a claim waits for the counter's cache line and
+ * hides under neither side (model form 7).  The fork-join round is the
+ * caller's to add.  *Cp, *M: the busiest share's compute and memory;
+ * *tpar: that share's time, claims included. */
+static double launch_ns(const lm_coefs *c, double C, double K, double Mc, double Md,
+                        double par, double parts, double Q, int pooled, double *Cp,
+                        double *M, double *tpar) {
   *Cp = C / par, *M = Mc / par + Md;
-  *tpar = fmax(*Cp, *M) + c->overlap * fmin(*Cp, *M);
-  double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md);
+  *tpar = fmax(*Cp, *M) + c->overlap * fmin(*Cp, *M) + K / par;
+  double tser = fmax(C, Mc + Md) + c->overlap * fmin(C, Mc + Md) + K;
   return joined(c, *tpar, tser, parts, Q, pooled);
 }
 
 static double combine(const lm_coefs *c, const lm_features *f, double par,
                       double *Cout, double *Mout, double *fork, double *join) {
   const double *n = f->n;
-  double C = 0, Mc = 0, Md = 0, F = 0;
+  double C = 0, K = 0, Mc = 0, Md = 0, F = 0;
   for (int t = 0; t < LM_T__COUNT; t++) {
     double x = c->theta[t] * n[t];
     if (t == LM_T_FORK)
       F = x;
+    else if (t == LM_T_TASK)
+      K = x;
     else if (t == LM_T_B_DRAM)
       Md += x;
     else if (t >= LM_T_FIRST_MEM)
@@ -66,8 +71,8 @@ static double combine(const lm_coefs *c, const lm_features *f, double par,
       C += x;
   }
   double Q = f->dynamic > 0 ? n[LM_T_TASK] : f->participants, tpar;
-  double t = launch_ns(c, C, Mc, Md, par, f->participants, Q, n[LM_T_FORK] > 0, Cout,
-                       Mout, &tpar);
+  double t = launch_ns(c, C, K, Mc, Md, par, f->participants, Q, n[LM_T_FORK] > 0,
+                       Cout, Mout, &tpar);
   *fork = F, *join = t - tpar;
   return F + t;
 }
@@ -88,6 +93,8 @@ void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
     double x = c->theta[t] * f->n[t];
     if (t == LM_T_FORK)
       out->term_ns[t] = x;
+    else if (t == LM_T_TASK)
+      out->term_ns[t] = x / par;
     else if (t < LM_T_FIRST_MEM)
       out->term_ns[t] = x * fc;
     else
@@ -232,8 +239,7 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     double C = st.Pf * (st.main * f->wmain + st.rest * f->wrest + st.tail * f->wtail) +
                (st.P - st.Pf) * st.S * f->wtail + st.P * f->wpacket + st.calls * f->wtask;
     int pooled = st.tasks > 1; /* one task runs inline, without the pool */
-    if (pooled)
-      C += st.claims * f->wpool;
+    double K = pooled ? st.claims * f->wpool : 0;
     if (f->gathers && f->walias > 0)
       C += f->walias * lm_cost_counts_alias(pl, s, &c->caches, &st);
     double lv[3], total, fp;
@@ -243,7 +249,7 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     double Md = c->theta[LM_T_B_DRAM] * lv[2];
     double Cp, M, tpar;
     out_ns[i] = (pooled ? f->fork : 0) +
-                launch_ns(c, C, Mc, Md, par, f->workers > 1 ? st.participants : 1,
+                launch_ns(c, C, K, Mc, Md, par, f->workers > 1 ? st.participants : 1,
                           st.dynamic ? st.claims : st.participants,
                           pooled && f->workers > 1, &Cp, &M, &tpar);
   }

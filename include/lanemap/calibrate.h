@@ -50,9 +50,9 @@ void lm_calib_benches_free(lm_take lm_calib_bench *b, int n);
  * default is the warm pool's fork-join round trip measured by
  * bench_forkjoin on the project's VM (rendezvous, back to back: p50
  * 0.91-1.32 us, docs/runtime.md "Measured fork-join overhead").
- * Calibration measures it (lm_pool_join_ns, capped at LM_JOIN_MAX_NS: a
- * parked worker's wake-up, 66-100 us, is beyond what a warm launch waits);
- * the fork cost stays the linear fit's. */
+ * Calibration measures it (lm_pool_round_ns, capped at LM_JOIN_MAX_NS: a
+ * parked worker's wake-up, 66-100 us, is beyond what a warm launch waits),
+ * and the fork cost with it (the fit then takes the fork cost as known). */
 #define LM_JOIN_DEFAULT_NS 1000.0
 #define LM_JOIN_MAX_NS 20000.0
 lm_status lm_calibrate(const lm_calib_opts *o, lm_give lm_profile **out,

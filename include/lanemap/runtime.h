@@ -141,14 +141,20 @@ lm_status lm_pool_launch_sched(lm_keep lm_pool *p, lm_entry_fn fn,
                                int workers, const lm_launch_sched *sched,
                                lm_error *err);
 
-/* The workers' late join on p (at least one thread), measured with the
- * timing options o: the median time of a two-chunk launch whose chunks wait
- * for each other, minus that of one whose chunks return at once, in ns
- * (the cost model's join, lm_coefs.join; backend/join.c).  LM_EINPUT for a
- * pool without threads; timing errors as lm_time_compare's. */
+/* A launch's fixed costs on p (at least one thread), measured with the
+ * timing options o, in ns (backend/join.c), from the medians of three
+ * entries timed side by side, each two one-instance chunks:
+ *   *fork  a launch whose chunks return at once (the caller usually runs
+ *          both) minus the two chunks called directly: the fork-join round
+ *          (the cost model's fork term);
+ *   *join  a launch whose chunks wait for each other (the worker must
+ *          join) minus the one whose chunks return at once: the workers'
+ *          late join (lm_coefs.join).
+ * Both NAN on error.  LM_EINPUT for a pool without threads; timing errors
+ * as lm_time_compare's. */
 struct lm_timing_opts;
-lm_status lm_pool_join_ns(lm_keep lm_pool *p, const struct lm_timing_opts *o,
-                          double *out, lm_error *err);
+lm_status lm_pool_round_ns(lm_keep lm_pool *p, const struct lm_timing_opts *o,
+                           double *fork, double *join, lm_error *err);
 
 #ifdef __cplusplus
 }
