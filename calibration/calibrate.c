@@ -287,29 +287,34 @@ static int build_design(Run *runs, int n, double **A, double **b,
 }
 
 /* The weights of the m benchmark rows for a model error s (relative):
- * 1 / ((spread^2 + s^2) t^2), the two errors taken as independent. */
+ * 1 / ((spread^2 + s^2) t^2), the two errors taken as independent; 0 for
+ * a row not kept. */
 static void row_weights(int m, const double *b, const double *spread,
-                        double s, double *w) {
+                        double s, const char *keep, double *w) {
   s = fmax(s, LM_CALIB_SPREAD_FLOOR);
   for (int i = 0; i < m; i++)
-    w[i] = 1.0 / ((spread[i] * spread[i] + s * s) * b[i] * b[i]);
+    w[i] = keep[i] ? 1.0 / ((spread[i] * spread[i] + s * s) * b[i] * b[i]) : 0;
 }
 
-/* The model error: 1.4826 times the median relative residual |(k_i + A_i
- * θ)/b_i - 1| over the m benchmark rows (k_i: the row's measured terms) (robust, as a few rows the form misses
- * badly must not set it), at least LM_CALIB_SPREAD_FLOOR. */
+/* The model error: 1.4826 times the median relative residual
+ * |(k_i + A_i θ)/b_i - 1| over the m benchmark rows kept, k_i the share
+ * of the row's measured terms (robust, as a few rows the form misses badly must
+ * not set it), at least LM_CALIB_SPREAD_FLOOR. */
 static double model_error(int m, int nc, const double *A, const double *b,
-                          const double *known, const double *theta) {
+                          const double *known, const char *keep, const double *theta) {
   double *r = malloc(sizeof *r * (size_t)(m > 0 ? m : 1));
   if (!r)
     return LM_CALIB_SPREAD_FLOOR;
+  int k = 0;
   for (int i = 0; i < m; i++) {
+    if (!keep[i])
+      continue;
     double pred = known[i];
     for (int j = 0; j < nc; j++)
       pred += A[i * nc + j] * theta[j];
-    r[i] = fabs(pred / b[i] - 1);
+    r[k++] = fabs(pred / b[i] - 1);
   }
-  double s = 1.4826 * lm_timing_median(r, m);
+  double s = 1.4826 * lm_timing_median(r, k);
   free(r);
   return isfinite(s) && s > LM_CALIB_SPREAD_FLOOR ? s : LM_CALIB_SPREAD_FLOOR;
 }
@@ -321,7 +326,7 @@ static double model_error(int m, int nc, const double *A, const double *b,
  * share known[t] * count is taken off each row's time, and every resample
  * carries it. */
 #define PRIOR_WEIGHT 1.0
-#define KNOWN_SHARE_MAX 0.9
+#define KNOWN_SHARE_MAX 0.5
 
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
                      double *lo, double *hi, const double *known, int *measured,
@@ -331,6 +336,10 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   int m = build_design(runs, n, &A, &b, &spread, &group);
   int cols[LM_T__COUNT], nc = 0;
   double *kn = calloc((size_t)(m > 0 ? m : 1), sizeof *kn);
+  if (!kn) {
+    free(A), free(b), free(spread), free(group);
+    return lm_error_set(err, LM_ESYS, "fit: out of memory");
+  }
   for (int t = 0; t < LM_T__COUNT; t++) {
     measured[t] = 0;
     for (int i = 0; i < m && !measured[t]; i++)
@@ -342,17 +351,16 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
       cols[nc++] = t;
   }
   /* a row whose measured terms take more than KNOWN_SHARE_MAX of its time
-   * says nothing about the rest: what is left is within its timing's noise
-   * (or below zero: a tiny launch faster than the measured round) */
-  int kept = 0;
+   * says little about the rest: what is left is smaller than the measured
+   * terms' own error (or below zero: a tiny launch faster than the
+   * measured round).  It keeps its place, with weight 0. */
+  char *keep = malloc((size_t)(m > 0 ? m : 1));
+  if (!keep) {
+    free(kn), free(A), free(b), free(spread), free(group);
+    return lm_error_set(err, LM_ESYS, "fit: out of memory");
+  }
   for (int i = 0; i < m; i++)
-    if (!(kn[i] > KNOWN_SHARE_MAX * b[i])) {
-      memmove(A + (size_t)kept * LM_T__COUNT, A + (size_t)i * LM_T__COUNT,
-              sizeof *A * LM_T__COUNT);
-      b[kept] = b[i], spread[kept] = spread[i], group[kept] = group[i], kn[kept] = kn[i];
-      kept++;
-    }
-  m = kept;
+    keep[i] = !(kn[i] > KNOWN_SHARE_MAX * b[i]);
   /* one prior row per fitted term after the benchmark rows: theta/default
    * = 1 with weight PRIOR_WEIGHT, i.e. a factor-2 departure from the
    * named default costs what a one-sigma miss (spread and model error)
@@ -368,7 +376,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < nc; j++)
       Ac[i * nc + j] = A[i * LM_T__COUNT + cols[j]];
-    bp[i] = b[i] - kn[i], gp[i] = group[i];
+    bp[i] = keep[i] ? b[i] - kn[i] : b[i], gp[i] = group[i];
   }
   for (int j = 0; j < nc; j++) {
     double d, l, h;
@@ -394,16 +402,20 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   lm_fit_opts first = fo;
   first.loo = 0, first.bootstrap = 0;
   lm_fit_result cr = {0};
-  row_weights(m, b, spread, 0, wp);
+  row_weights(m, b, spread, 0, keep, wp);
   lm_status s = lm_fit(&first, mp, nc, Ac, bp, wp, &cr, err);
-  double merr = s == LM_OK ? model_error(m, nc, Ac, b, kn, cr.theta) : 0;
+  double merr = s == LM_OK ? model_error(m, nc, Ac, b, kn, keep, cr.theta) : 0;
   lm_fit_result_free(&cr);
   memset(&cr, 0, sizeof cr);
-  row_weights(m, b, spread, merr, wp);
+  row_weights(m, b, spread, merr, keep, wp);
   if (s == LM_OK)
     s = lm_fit(&fo, mp, nc, Ac, bp, wp, &cr, err);
   *model_err = merr;
   if (s == LM_OK) {
+    /* a row left out of the fit has no leave-one-out error */
+    for (int i = 0; cr.loo && i < m; i++)
+      if (!keep[i])
+        cr.loo[i] = NAN;
     /* expand back to every term */
     *fr = cr;
     fr->n = LM_T__COUNT;
@@ -434,7 +446,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   } else {
     lm_fit_result_free(&cr);
   }
-  free(Ac), free(bp), free(wp), free(gp), free(kn);
+  free(Ac), free(bp), free(wp), free(gp), free(kn), free(keep);
   free(A), free(b), free(spread), free(group);
   return s;
 }
@@ -486,11 +498,13 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   lm_profile_set_fingerprint(p, fp, err);
   cJSON *extra = cJSON_CreateObject();
   double g = composition(runs, n, fr->theta, extra);
-  /* the measured fork-join round and late join (fitting either swung
+  /* the measured fork-join round (F; NAN when it was fitted: no pool
+   * thread) and late join (fitting either swung
    * from 0 to hundreds of ns between quick calibrations; a fork fitted
    * at 0 made a launch of a few microseconds as cheap on two workers as
    * on one; docs/calibration.md) */
-  cJSON_AddNumberToObject(extra, "fork_ns", F);
+  if (isfinite(F))
+    cJSON_AddNumberToObject(extra, "fork_ns", F);
   cJSON_AddNumberToObject(extra, "join_ns", J);
   for (int t = 0; t < LM_T__COUNT; t++) {
     double c, l, h;
@@ -533,30 +547,44 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
       resid[row++] = (pred - runs[i].ns[z]) / runs[i].ns[z];
     }
   lm_profile_set_residuals(p, resid, row, err);
+  /* the rms over the rows the fit used: not the mixed ones, nor those the
+   * measured fork-join round explains to more than KNOWN_SHARE_MAX */
   double rms = 0;
-  int nfit = 0;
-  for (int i = 0, r = 0; i < n; i++, r += 2)
-    if (!runs[i].b->mixed)
-      rms += resid[r] * resid[r] + resid[r + 1] * resid[r + 1], nfit += 2;
+  int nfit = 0, left = 0;
+  for (int i = 0, r = 0; i < n; i++)
+    for (int z = 0; z < 2; z++, r++) {
+      if (runs[i].b->mixed)
+        continue;
+      if (isfinite(F) && F * runs[i].f[z].n[LM_T_FORK] > KNOWN_SHARE_MAX * runs[i].ns[z]) {
+        left++;
+        continue;
+      }
+      rms += resid[r] * resid[r], nfit++;
+    }
   rms = nfit ? sqrt(rms / nfit) : 0;
+  cJSON_AddNumberToObject(extra, "rows_left_out", left);
   free(resid);
   /* leave-one-benchmark-out errors, one per fitted benchmark */
-  int frow = 0;
+  int frow = 0, nloo = 0;
   double loo2 = 0;
   for (int i = 0; i < n; i++) {
     if (runs[i].b->mixed)
       continue;
-    double e = fmax(fabs(fr->loo[frow]), fabs(fr->loo[frow + 1]));
-    if (fr->loo_units > 0 && isfinite(e)) {
+    /* a row left out of the fit (NAN) has none */
+    double e = NAN;
+    for (int z = 0; z < 2 && fr->loo_units > 0; z++)
+      if (isfinite(fr->loo[frow + z])) {
+        e = isfinite(e) ? fmax(e, fabs(fr->loo[frow + z])) : fabs(fr->loo[frow + z]);
+        loo2 += fr->loo[frow + z] * fr->loo[frow + z], nloo++;
+      }
+    if (isfinite(e))
       lm_profile_add_loo(p, runs[i].b->name, e, err);
-      loo2 += fr->loo[frow] * fr->loo[frow] + fr->loo[frow + 1] * fr->loo[frow + 1];
-    }
     frow += 2;
   }
   /* rms and LOO over the benchmark rows (the prior rows are not measurements) */
   lm_profile_diagnostics dg = {fr->cond, fr->rank, rms};
   lm_profile_set_diagnostics(p, &dg, err);
-  cJSON_AddNumberToObject(extra, "loo_rms", frow ? sqrt(loo2 / frow) : 0);
+  cJSON_AddNumberToObject(extra, "loo_rms", nloo ? sqrt(loo2 / nloo) : 0);
   cJSON_AddNumberToObject(extra, "model_error", model_err);
   cJSON_AddNumberToObject(extra, "huber_iterations", fr->huber_iters);
   cJSON_AddNumberToObject(extra, "flagged", fr->nflagged);
@@ -678,7 +706,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
     s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr,
-                   fr.theta[LM_T_FORK], join,
+                   known[LM_T_FORK], join,
                    out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);
