@@ -30,6 +30,7 @@
 #include "lanemap/calibrate.h"
 #include "lanemap/profile.h"
 #include "lanemap/costmodel.h"
+#include "lanemap/runtime.h"
 
 #define GOLDEN_DIR "tests/golden/profile"
 #define EXAMPLE GOLDEN_DIR "/ok/example.json"
@@ -850,4 +851,50 @@ Test(profile, a_lookup_waits_for_a_calibration_in_progress_and_loads_its_result)
   cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1,
             "the waiting lookup calibrated again (status %d)", status);
   rm_tree(tmp);
+}
+
+/* A quick calibration takes the fork-join round as measured, not fitted:
+ * the fork term is the measured value at every quantile and in every
+ * bootstrap resample, the diagnostics say so, and the rows the round
+ * explains to more than half are counted apart from the rms. */
+Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
+  lm_calib_opts o;
+  lm_calib_defaults(&o);
+  o.isa = LM_ISA_SSE42;
+  o.quick = 1;
+  lm_profile *p = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_calibrate(&o, &p, &err), LM_OK, "%s", err.msg);
+  cr_assert_gt(lm_pool_threads(lm_pool_shared()), 0, "the test needs a pool thread");
+  const char *extra = lm_profile_get_extra(p);
+  cr_assert_not_null(extra);
+  const char *at = strstr(extra, "\"fork_ns\":");
+  cr_assert_not_null(at, "%s", extra);
+  double F = strtod(at + strlen("\"fork_ns\":"), NULL);
+  const char *lo = strstr(extra, "\"rows_left_out\":");
+  cr_assert_not_null(lo, "%s", extra);
+  cr_expect_geq(strtod(lo + strlen("\"rows_left_out\":"), NULL), 0);
+  int n = lm_profile_nterms(p), fork = -1;
+  for (int i = 0; i < n; i++)
+    if (strcmp(lm_profile_term_at(p, i)->name, "fork") == 0)
+      fork = i;
+  cr_assert_geq(fork, 0);
+  const lm_profile_term *t = lm_profile_term_at(p, fork);
+  double lo_b, hi_b, d;
+  const char *u;
+  lm_term_default(LM_T_FORK, &d, &lo_b, &hi_b, &u);
+  /* measured, then clamped to the plausible range */
+  double want = fmin(fmax(F, lo_b), hi_b);
+  cr_expect(F >= 0 && isfinite(F), "fork_ns %g", F);
+  cr_expect_eq(t->coef, want, "fork %g, measured %g", t->coef, F);
+  cr_expect(t->p5 == want && t->p50 == want && t->p95 == want, "quantiles %g %g %g", t->p5,
+            t->p50, t->p95);
+  int nb = 0;
+  const double *bs = lm_profile_get_bootstrap(p, &nb);
+  cr_assert_gt(nb, 0);
+  for (int r = 0; r < nb; r++)
+    cr_expect_eq(bs[(size_t)r * (size_t)n + (size_t)fork], want, "resample %d", r);
+  lm_profile_diagnostics dg = lm_profile_get_diagnostics(p);
+  cr_expect(isfinite(dg.rms_rel_err) && dg.rms_rel_err > 0, "rms %g", dg.rms_rel_err);
+  lm_profile_free(p);
 }
