@@ -328,6 +328,22 @@ static double model_error(int m, int nc, const double *A, const double *b,
 #define PRIOR_WEIGHT 1.0
 #define KNOWN_SHARE_MAX 0.5
 
+/* The share of a design row's time the measured terms (finite known[t])
+ * account for. */
+static double known_share(const double *known, const double *row) {
+  double k = 0;
+  for (int t = 0; t < LM_T__COUNT; t++)
+    if (isfinite(known[t]))
+      k += known[t] * row[t];
+  return k;
+}
+
+/* Is a row of time ns left out of the fit: the measured terms' share
+ * takes more than KNOWN_SHARE_MAX of it, so what is left is smaller than
+ * their own error (or below zero: a tiny launch faster than the measured
+ * round)? */
+static int left_out(double share, double ns) { return share > KNOWN_SHARE_MAX * ns; }
+
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
                      double *lo, double *hi, const double *known, int *measured,
                      double *model_err, lm_error *err) {
@@ -344,23 +360,19 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
     measured[t] = 0;
     for (int i = 0; i < m && !measured[t]; i++)
       measured[t] = A[i * LM_T__COUNT + t] != 0;
-    if (measured[t] && isfinite(known[t]))
-      for (int i = 0; i < m; i++)
-        kn[i] += known[t] * A[i * LM_T__COUNT + t];
-    else if (measured[t])
+    if (measured[t] && !isfinite(known[t]))
       cols[nc++] = t;
   }
-  /* a row whose measured terms take more than KNOWN_SHARE_MAX of its time
-   * says little about the rest: what is left is smaller than the measured
-   * terms' own error (or below zero: a tiny launch faster than the
-   * measured round).  It keeps its place, with weight 0. */
+  /* a row left out keeps its place, with weight 0 */
   char *keep = malloc((size_t)(m > 0 ? m : 1));
   if (!keep) {
     free(kn), free(A), free(b), free(spread), free(group);
     return lm_error_set(err, LM_ESYS, "fit: out of memory");
   }
-  for (int i = 0; i < m; i++)
-    keep[i] = !(kn[i] > KNOWN_SHARE_MAX * b[i]);
+  for (int i = 0; i < m; i++) {
+    kn[i] = known_share(known, A + (size_t)i * LM_T__COUNT);
+    keep[i] = !left_out(kn[i], b[i]);
+  }
   /* one prior row per fitted term after the benchmark rows: theta/default
    * = 1 with weight PRIOR_WEIGHT, i.e. a factor-2 departure from the
    * named default costs what a one-sigma miss (spread and model error)
@@ -489,7 +501,8 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const lm_fit_result *fr, const double *lo,
                             const double *hi, const int *measured,
                             const lm_fingerprint *fp, const Verdict *v,
-                            double model_err, double F, double J, lm_profile **out,
+                            double model_err, const double *known, double J,
+                            lm_profile **out,
                             lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
@@ -498,13 +511,13 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   lm_profile_set_fingerprint(p, fp, err);
   cJSON *extra = cJSON_CreateObject();
   double g = composition(runs, n, fr->theta, extra);
-  /* the measured fork-join round (F; NAN when it was fitted: no pool
-   * thread) and late join (fitting either swung
-   * from 0 to hundreds of ns between quick calibrations; a fork fitted
-   * at 0 made a launch of a few microseconds as cheap on two workers as
-   * on one; docs/calibration.md) */
-  if (isfinite(F))
-    cJSON_AddNumberToObject(extra, "fork_ns", F);
+  /* the measured fork-join round (known[LM_T_FORK]; NAN when it was
+   * fitted: no pool thread) and late join (fitting either swung from 0 to
+   * hundreds of ns between quick calibrations; a fork fitted at 0 made a
+   * launch of a few microseconds as cheap on two workers as on one;
+   * docs/calibration.md) */
+  if (isfinite(known[LM_T_FORK]))
+    cJSON_AddNumberToObject(extra, "fork_ns", known[LM_T_FORK]);
   cJSON_AddNumberToObject(extra, "join_ns", J);
   for (int t = 0; t < LM_T__COUNT; t++) {
     double c, l, h;
@@ -555,7 +568,9 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
     for (int z = 0; z < 2; z++, r++) {
       if (runs[i].b->mixed)
         continue;
-      if (isfinite(F) && F * runs[i].f[z].n[LM_T_FORK] > KNOWN_SHARE_MAX * runs[i].ns[z]) {
+      double row[LM_T__COUNT];
+      design_row(&runs[i].f[z], row);
+      if (left_out(known_share(known, row), runs[i].ns[z])) {
         left++;
         continue;
       }
@@ -689,7 +704,8 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     double F;
     s = lm_pool_round_ns(lm_pool_shared(), &jt, &F, &join, err);
     join = fmin(join, LM_JOIN_MAX_NS);
-    known[LM_T_FORK] = fmin(fmax(F, lo[LM_T_FORK]), hi[LM_T_FORK]);
+    if (s == LM_OK)
+      known[LM_T_FORK] = fmin(fmax(F, lo[LM_T_FORK]), hi[LM_T_FORK]);
   }
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
@@ -706,7 +722,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
     s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr,
-                   known[LM_T_FORK], join,
+                   known, join,
                    out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);

@@ -46,9 +46,10 @@ int lm_term_lookup(const char *name) {
 /* The model form's revision: bump it when the meaning of a term or the way
  * terms combine changes without the term list changing. */
 /* 4: task counts pool claims; 5: splits (static, dynK), the busiest
- * worker's share from lm_variant_cut, parallel calibration rows per worker */
-/* 6: the workers' late join */
-#define LM_MODEL_FORM "form-7" /* 7: measured fork; claims outside the bottleneck */
+ * worker's share from lm_variant_cut, parallel calibration rows per worker;
+ * 6: the workers' late join; 7: the fork-join round measured, pool claims
+ * outside the compute/memory bottleneck */
+#define LM_MODEL_FORM "form-7"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];

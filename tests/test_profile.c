@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <cjson/cJSON.h>
 
 #include <dirent.h>
 #include <float.h>
@@ -866,14 +867,15 @@ Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   lm_error err = {0};
   cr_assert_eq(lm_calibrate(&o, &p, &err), LM_OK, "%s", err.msg);
   cr_assert_gt(lm_pool_threads(lm_pool_shared()), 0, "the test needs a pool thread");
-  const char *extra = lm_profile_get_extra(p);
+  cJSON *extra = cJSON_Parse(lm_profile_get_extra(p));
   cr_assert_not_null(extra);
-  const char *at = strstr(extra, "\"fork_ns\":");
-  cr_assert_not_null(at, "%s", extra);
-  double F = strtod(at + strlen("\"fork_ns\":"), NULL);
-  const char *lo = strstr(extra, "\"rows_left_out\":");
-  cr_assert_not_null(lo, "%s", extra);
-  cr_expect_geq(strtod(lo + strlen("\"rows_left_out\":"), NULL), 0);
+  const cJSON *fj = cJSON_GetObjectItemCaseSensitive(extra, "fork_ns");
+  const cJSON *left = cJSON_GetObjectItemCaseSensitive(extra, "rows_left_out");
+  cr_assert(cJSON_IsNumber(fj), "no fork_ns: the fork-join round was fitted");
+  cr_assert(cJSON_IsNumber(left), "no rows_left_out");
+  cr_expect_geq(left->valuedouble, 0);
+  double F = fj->valuedouble;
+  cJSON_Delete(extra);
   int n = lm_profile_nterms(p), fork = -1;
   for (int i = 0; i < n; i++)
     if (strcmp(lm_profile_term_at(p, i)->name, "fork") == 0)
