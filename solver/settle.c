@@ -10,21 +10,35 @@
  *
  *   near tie(v) = share of resamples j with c_j[v] <= c_j[best] >= alpha
  *                 (paired: both priced with resample j)
- *   preferred   = the lowest prediction under the named defaults, then
- *                 the first enumerated.
+ *   preferred   = the fewest chunks per worker (1 for one worker and for
+ *                 static, K for dynK), then the lowest prediction under
+ *                 the named defaults, then the first enumerated.
  *
- * The calibration decides where its resamples agree; elsewhere the named
- * defaults, which no calibration moves, break the tie, so every
- * calibration breaks it the same way.  Preferring the fewest workers
- * first was measured and dropped (docs/solver.md). */
+ * The calibration decides where its resamples agree; elsewhere a rule no
+ * calibration moves breaks the tie, so every calibration breaks it the
+ * same way.  A finer schedule must win clearly to be chosen.  Preferring
+ * the fewest workers first was measured twice and dropped (docs/solver.md,
+ * "Settling near ties"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lanemap/plan.h"
 
-/* Is a preferred to b (bucket row of the defaults' predictions)? */
-static int prefer(const double *prior, int a, int b) {
+/* Chunks per worker of v's launch: 1 for one worker and for static, K for
+ * dynK; a gG split's count depends on the rows, so it ranks last. */
+static int chunks_per_worker(const lm_variant *v) {
+  if (v->workers <= 1 || v->split == LM_SPLIT_STATIC)
+    return 1;
+  return v->split == LM_SPLIT_DYNAMIC ? v->per_worker : LM_SPLIT_DYN_MAX + 1;
+}
+
+/* Is variant a preferred to b (var: the kernel's variants; prior: the
+ * bucket row of the defaults' predictions)? */
+static int prefer(const lm_variant *var, const double *prior, int a, int b) {
+  int ka = chunks_per_worker(&var[a]), kb = chunks_per_worker(&var[b]);
+  if (ka != kb)
+    return ka < kb;
   double pa = prior[a], pb = prior[b];
   if (pa != pb && !(isnan(pa) && isnan(pb)))
     return pa < pb || isnan(pb);
@@ -33,10 +47,11 @@ static int prefer(const double *prior, int a, int b) {
 
 /* Sorts set[0..n) by preference (insertion: near-tie sets are small, and
  * no state outlives the call). */
-static void sort_by_preference(const double *prior, int *set, int n) {
+static void sort_by_preference(const lm_variant *var, const double *prior,
+                               int *set, int n) {
   for (int i = 1; i < n; i++) {
     int x = set[i], j = i;
-    for (; j > 0 && prefer(prior, x, set[j - 1]); j--)
+    for (; j > 0 && prefer(var, prior, x, set[j - 1]); j--)
       set[j] = set[j - 1];
     set[j] = x;
   }
@@ -99,7 +114,7 @@ static int settle_bucket(lm_plan_pkernel *pk, int nb, int nsc, int b,
     if (isfinite(point[v]) &&
         near_tie(pk->cost, nb, nsc, nv, b, v, best, alpha))
       set[n++] = v;
-  sort_by_preference(pk->prior + (size_t)b * nv, set, n);
+  sort_by_preference(pk->variants, pk->prior + (size_t)b * nv, set, n);
   for (int r = 0; r < n; r++)
     pk->tie[(size_t)b * nv + (size_t)set[r]] = 1;
   double *c0 = pk->cost + (size_t)b * nv;

@@ -505,7 +505,7 @@ Test(plan, several_isas_and_worker_counts_are_candidates) {
  *   bucket 2: the first t1 variant is the point best (100), the second
  *             (101) as fast in 5 of 10; the t2 variant never.
  * The defaults' predictions rank the second t1 variant first, then the t2
- * variant in bucket 0 and the first t1 variant elsewhere. */
+ * variant (static) in bucket 0 and the first t1 variant elsewhere. */
 #define NB 3
 #define NV 3
 #define NSC 11
@@ -522,6 +522,7 @@ static void hand_problem(lm_plan_problem *pp, int settle) {
   pk->variants = calloc(NV, sizeof *pk->variants);
   for (int v = 0; v < NV; v++)
     pk->variants[v].workers = v == 2 ? 2 : 1;
+  pk->variants[2].split = LM_SPLIT_STATIC;
   pk->order = calloc(NB, sizeof *pk->order);
   pk->weight = calloc(NB, sizeof *pk->weight);
   pk->compile_cost = calloc(NV, sizeof *pk->compile_cost);
@@ -560,7 +561,7 @@ static void solve_choices(lm_plan_problem *pp, int *choice) {
   lm_solve_result_free(&r);
 }
 
-Test(plan, settling_prefers_the_defaults_pick_within_the_bootstrap) {
+Test(plan, settling_prefers_the_fewest_chunks_then_the_defaults_pick) {
   lm_error e = {0};
   lm_plan_problem pp;
   hand_problem(&pp, 1);
@@ -605,6 +606,37 @@ Test(plan, settling_prefers_the_defaults_pick_within_the_bootstrap) {
   solve_choices(&pp, choice);
   cr_assert_eq(choice[0], 2, "3 of 10 resamples are below a share of 0.4");
   cr_assert_eq(choice[2], 1, "5 of 10 are not");
+  lm_plan_problem_free(&pp);
+  /* a finer schedule must win clearly: bucket 2's near ties as two-worker
+   * launches, the point best dyn4 and its near tie static, which the
+   * defaults rank below it */
+  hand_problem(&pp, 1);
+  lm_variant *v = pp.pk[0].variants;
+  v[0].workers = v[1].workers = 2;
+  v[0].split = LM_SPLIT_DYNAMIC, v[0].per_worker = 4;
+  v[1].split = LM_SPLIT_STATIC;
+  pp.pk[0].prior[2 * NV + 0] = 50;
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[2], 1, "static before dyn4, though the defaults prefer dyn4");
+  lm_plan_problem_free(&pp);
+  /* dyn2 before dyn4, and one worker (one chunk) before dyn2 */
+  hand_problem(&pp, 1);
+  v = pp.pk[0].variants;
+  v[0].workers = v[1].workers = 2;
+  v[0].split = v[1].split = LM_SPLIT_DYNAMIC;
+  v[0].per_worker = 2, v[1].per_worker = 4;
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[2], 0, "dyn2 before dyn4, though the defaults prefer dyn4");
+  lm_plan_problem_free(&pp);
+  hand_problem(&pp, 1);
+  v = pp.pk[0].variants;
+  v[2].split = LM_SPLIT_DYNAMIC, v[2].per_worker = 2;
+  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
+  solve_choices(&pp, choice);
+  cr_assert_eq(choice[0], 0, "t1 before a dyn2 win in 7 of 10 resamples");
+  cr_assert_eq(choice[1], 2, "a dyn2 win in every resample stands");
   lm_plan_problem_free(&pp);
 }
 

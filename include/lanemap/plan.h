@@ -83,9 +83,10 @@ void lm_plan_problem_free(lm_plan_problem *pp);
  * Per bucket, a variant is indistinguishable from the point best when it
  * is at least as fast in a share >= alpha of the bootstrap scenarios
  * (paired: both priced with the same resample).  Among those the plan
- * prefers the lowest prediction under the named defaults, then the
- * earliest enumerated: the calibration decides where its resamples agree,
- * and a near tie is broken by a rule no calibration moves.  The
+ * prefers the fewest chunks per worker (1 for one worker and for static,
+ * K for dynK), then the lowest prediction under the named defaults, then
+ * the earliest enumerated: the calibration decides where its resamples
+ * agree, and a near tie is broken by a rule no calibration moves.  The
  * solver then sees every indistinguishable variant at the point best's
  * cost, raised by LM_SETTLE_STEP per rank of preference; the point
  * predictions stay in pk->point for the plan.  Afterwards the problem has
