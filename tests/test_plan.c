@@ -561,7 +561,7 @@ static void solve_choices(lm_plan_problem *pp, int *choice) {
   lm_solve_result_free(&r);
 }
 
-Test(plan, settling_prefers_the_fewest_chunks_then_the_defaults_pick) {
+Test(plan, settling_prefers_the_defaults_pick_within_the_bootstrap) {
   lm_error e = {0};
   lm_plan_problem pp;
   hand_problem(&pp, 1);
@@ -607,37 +607,44 @@ Test(plan, settling_prefers_the_fewest_chunks_then_the_defaults_pick) {
   cr_assert_eq(choice[0], 2, "3 of 10 resamples are below a share of 0.4");
   cr_assert_eq(choice[2], 1, "5 of 10 are not");
   lm_plan_problem_free(&pp);
-  /* a finer schedule must win clearly: bucket 2's near ties as two-worker
-   * launches, the point best dyn4 and its near tie static, which the
-   * defaults rank below it */
+}
+
+/* The hand problem with its variants' launches (workers, split, K) set to
+ * launch[v], settled at the default share and solved. */
+static void settle_launches(const lm_variant launch[NV], int *choice) {
+  lm_error e = {0};
+  lm_plan_problem pp;
   hand_problem(&pp, 1);
-  lm_variant *v = pp.pk[0].variants;
-  v[0].workers = v[1].workers = 2;
-  v[0].split = LM_SPLIT_DYNAMIC, v[0].per_worker = 4;
-  v[1].split = LM_SPLIT_STATIC;
-  pp.pk[0].prior[2 * NV + 0] = 50;
+  for (int v = 0; v < NV; v++) {
+    lm_variant *x = &pp.pk[0].variants[v];
+    x->workers = launch[v].workers;
+    x->split = launch[v].split;
+    x->per_worker = launch[v].per_worker;
+  }
   cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
   solve_choices(&pp, choice);
-  cr_assert_eq(choice[2], 1, "static before dyn4, though the defaults prefer dyn4");
   lm_plan_problem_free(&pp);
-  /* dyn2 before dyn4, and one worker (one chunk) before dyn2 */
-  hand_problem(&pp, 1);
-  v = pp.pk[0].variants;
-  v[0].workers = v[1].workers = 2;
-  v[0].split = v[1].split = LM_SPLIT_DYNAMIC;
-  v[0].per_worker = 2, v[1].per_worker = 4;
-  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
-  solve_choices(&pp, choice);
+}
+
+/* A finer schedule must win clearly: near ties go to the fewest chunks per
+ * worker before the defaults' pick (bucket 2: variant 0 the point best,
+ * variant 1 the near tie the defaults prefer). */
+Test(plan, settling_ranks_launches_by_chunks_per_worker) {
+  const lm_variant t1 = {.workers = 1},
+                   st = {.workers = 2, .split = LM_SPLIT_STATIC},
+                   dyn2 = {.workers = 2, .split = LM_SPLIT_DYNAMIC, .per_worker = 2},
+                   dyn4 = {.workers = 2, .split = LM_SPLIT_DYNAMIC, .per_worker = 4};
+  int choice[NB];
+  settle_launches((lm_variant[NV]){st, dyn4, st}, choice);
+  cr_assert_eq(choice[2], 0, "static before dyn4, though the defaults prefer dyn4");
+  settle_launches((lm_variant[NV]){dyn2, dyn4, st}, choice);
   cr_assert_eq(choice[2], 0, "dyn2 before dyn4, though the defaults prefer dyn4");
-  lm_plan_problem_free(&pp);
-  hand_problem(&pp, 1);
-  v = pp.pk[0].variants;
-  v[2].split = LM_SPLIT_DYNAMIC, v[2].per_worker = 2;
-  cr_assert_eq(lm_plan_problem_settle(&pp, LM_SETTLE_ALPHA, &e), LM_OK, "%s", e.msg);
-  solve_choices(&pp, choice);
-  cr_assert_eq(choice[0], 0, "t1 before a dyn2 win in 7 of 10 resamples");
+  settle_launches((lm_variant[NV]){dyn4, dyn2, st}, choice);
+  cr_assert_eq(choice[2], 1, "dyn2 before dyn4, the point best");
+  settle_launches((lm_variant[NV]){t1, t1, dyn2}, choice);
+  cr_assert_eq(choice[0], 0, "one worker before a dyn2 win in 7 of 10 resamples");
   cr_assert_eq(choice[1], 2, "a dyn2 win in every resample stands");
-  lm_plan_problem_free(&pp);
+  cr_assert_eq(choice[2], 1, "between two one-worker near ties, the defaults' pick");
 }
 
 Test(plan, settling_is_off_unless_built_for_and_refuses_a_bad_share) {
