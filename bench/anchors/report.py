@@ -234,7 +234,7 @@ def main():
                  "with 2 threads")
         L.append("")
         L.append("Inductor compiled with torch.set_num_threads(2); lanemap's plan among 1 and 2 "
-                 "workers (as `lanemap solve` makes it: near ties settled, t1 preferred among them) launched on lanemap's shared pool "
+                 "workers (as `lanemap solve` makes it: near ties settled) launched on lanemap's shared pool "
                  "through ctypes, paired in the peer's process; < 1: lanemap is faster.")
         L.append("")
         L.append("| case | lanemap plan (t1/t2) | lanemap µs | Inductor 2 threads µs | "
