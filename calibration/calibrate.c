@@ -541,12 +541,22 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
     cJSON_Delete(extra);
     goto error;
   }
-  int row = 0;
+  /* every row is a sample with its residual; the rms is over the rows the
+   * fit used: not the mixed ones, nor those the measured fork-join round
+   * explains to more than KNOWN_SHARE_MAX */
+  int row = 0, nfit = 0, left = 0;
+  double rms = 0;
   double *resid = calloc((size_t)n * 2, sizeof *resid);
+  if (!resid) {
+    lm_error_set(err, LM_ESYS, "calibrate: out of memory");
+    cJSON_Delete(extra);
+    goto error;
+  }
   for (int i = 0; i < n; i++)
     for (int z = 0; z < 2; z++) {
       double feats[LM_T__COUNT + 2];
       design_row(&runs[i].f[z], feats);
+      int out = !runs[i].b->mixed && left_out(known_share(known, feats), runs[i].ns[z]);
       feats[LM_T__COUNT] = 0;     /* the overlap term counts nothing */
       feats[LM_T__COUNT + 1] = 0; /* nor does the join */
       /* both sizes carry the benchmark's name; reps and features tell them apart */
@@ -557,25 +567,13 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
       double pred = 0;
       for (int t = 0; t < LM_T__COUNT; t++)
         pred += fr->theta[t] * feats[t];
-      resid[row++] = (pred - runs[i].ns[z]) / runs[i].ns[z];
+      resid[row] = (pred - runs[i].ns[z]) / runs[i].ns[z];
+      left += out;
+      if (!runs[i].b->mixed && !out)
+        rms += resid[row] * resid[row], nfit++;
+      row++;
     }
   lm_profile_set_residuals(p, resid, row, err);
-  /* the rms over the rows the fit used: not the mixed ones, nor those the
-   * measured fork-join round explains to more than KNOWN_SHARE_MAX */
-  double rms = 0;
-  int nfit = 0, left = 0;
-  for (int i = 0, r = 0; i < n; i++)
-    for (int z = 0; z < 2; z++, r++) {
-      if (runs[i].b->mixed)
-        continue;
-      double row[LM_T__COUNT];
-      design_row(&runs[i].f[z], row);
-      if (left_out(known_share(known, row), runs[i].ns[z])) {
-        left++;
-        continue;
-      }
-      rms += resid[r] * resid[r], nfit++;
-    }
   rms = nfit ? sqrt(rms / nfit) : 0;
   cJSON_AddNumberToObject(extra, "rows_left_out", left);
   free(resid);

@@ -873,7 +873,7 @@ Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   const cJSON *left = cJSON_GetObjectItemCaseSensitive(extra, "rows_left_out");
   cr_assert(cJSON_IsNumber(fj), "no fork_ns: the fork-join round was fitted");
   cr_assert(cJSON_IsNumber(left), "no rows_left_out");
-  cr_expect_geq(left->valuedouble, 0);
+  double nleft = left->valuedouble;
   double F = fj->valuedouble;
   cJSON_Delete(extra);
   int n = lm_profile_nterms(p), fork = -1;
@@ -898,6 +898,9 @@ Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   cr_assert_gt(nb, 0);
   for (int r = 0; r < nb; r++)
     cr_expect_eq(bs[(size_t)r * (size_t)n + (size_t)fork], want, "resample %d", r);
+  /* a count of the profile's sample rows */
+  cr_expect(nleft >= 0 && nleft == floor(nleft) && nleft <= lm_profile_nsamples(p),
+            "rows_left_out %g of %d samples", nleft, lm_profile_nsamples(p));
   lm_profile_diagnostics dg = lm_profile_get_diagnostics(p);
   cr_expect(isfinite(dg.rms_rel_err) && dg.rms_rel_err > 0, "rms %g", dg.rms_rel_err);
   lm_profile_free(p);
