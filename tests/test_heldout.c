@@ -1,9 +1,11 @@
-/* Held-out set claims (DESIGN.md §12): the kernels in heldout/kernels/ parse
- * and check; none of them is a suite kernel or a calibration benchmark,
- * under its own name or renamed (the canonical IR is compared with the
- * kernel name blanked); no case in heldout/cases.json repeats a suite
- * (kernel, shape) pair; and cases.json is well-formed, with every kernel
- * path resolving to a file that parses and binds the case's shape. */
+/* Held-out set claims (DESIGN.md §12), for both sets (heldout/ and
+ * heldout/set2/): the kernels parse and check; none of them is a suite
+ * kernel or a calibration benchmark, under its own name or renamed (the
+ * canonical IR is compared with the kernel name blanked), and no set-2
+ * kernel is a set-1 kernel; no case repeats a suite (kernel, shape) pair;
+ * each cases.json is well-formed, with every kernel path resolving to a
+ * file that parses and binds the case's shape; and set 2 has the forms
+ * it was written to cover. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <limits.h>
@@ -17,6 +19,21 @@
 #include "lanemap/ir.h"
 
 #define MAXK 128
+
+/* The held-out sets: where their kernels and case lists live, and what
+ * each must hold (heldout/README.md, heldout/set2/README.md). */
+typedef struct HeldSet {
+  const char *dir;     /* the folder of cases.json; kernel paths are relative to it */
+  const char *kernels; /* the folder of the set's own operator kernels */
+  const char *cases;
+  int min_families, min_cases, min_shape_cases;
+} HeldSet;
+
+static const HeldSet SETS[] = {
+    {"heldout", "heldout/kernels", "heldout/cases.json", 8, 30, 12},
+    {"heldout/set2", "heldout/set2/kernels", "heldout/set2/cases.json", 10, 30, 0},
+};
+#define NSETS ((int)(sizeof SETS / sizeof SETS[0]))
 
 static char *path_of(const char *rel) {
   static char buf[8][PATH_MAX];
@@ -139,25 +156,28 @@ static int load_calib(Named *out, int max) {
 /* ---- (a) every held-out kernel parses and checks ------------------------- */
 
 Test(heldout, kernels_parse_and_check) {
-  Named h[MAXK];
-  int n = load_dir("heldout/kernels", h, MAXK);
-  cr_assert_geq(n, 8, "the held-out set needs at least 8 operator families, found %d", n);
-  for (int i = 0; i < n; i++) {
-    lm_kernel *k = h[i].k;
-    cr_expect_gt(k->nloops, 0, "%s: no column loop", h[i].what);
-    cr_expect_gt(k->nstores, 0, "%s: no store", h[i].what);
-    /* the canonical text round-trips to the same IR */
-    char *t = lm_kernel_print(k);
-    lm_kernel *k2 = parse_text(h[i].what, t);
-    cr_expect(lm_kernel_equal(k, k2), "%s: printed text parses to another IR", h[i].what);
-    lm_kernel_free(k2);
-    free(t);
-    /* kernel names are distinct within the set */
-    for (int j = 0; j < i; j++)
-      cr_expect_str_neq(k->name, h[j].k->name, "%s and %s share the kernel name",
-                        h[i].what, h[j].what);
+  for (int si = 0; si < NSETS; si++) {
+    Named h[MAXK];
+    int n = load_dir(SETS[si].kernels, h, MAXK);
+    cr_assert_geq(n, SETS[si].min_families, "%s needs at least %d operator families, found %d",
+                  SETS[si].kernels, SETS[si].min_families, n);
+    for (int i = 0; i < n; i++) {
+      lm_kernel *k = h[i].k;
+      cr_expect_gt(k->nloops, 0, "%s: no column loop", h[i].what);
+      cr_expect_gt(k->nstores, 0, "%s: no store", h[i].what);
+      /* the canonical text round-trips to the same IR */
+      char *t = lm_kernel_print(k);
+      lm_kernel *k2 = parse_text(h[i].what, t);
+      cr_expect(lm_kernel_equal(k, k2), "%s: printed text parses to another IR", h[i].what);
+      lm_kernel_free(k2);
+      free(t);
+      /* kernel names are distinct within the set */
+      for (int j = 0; j < i; j++)
+        cr_expect_str_neq(k->name, h[j].k->name, "%s and %s share the kernel name",
+                          h[i].what, h[j].what);
+    }
+    free_all(h, n);
   }
-  free_all(h, n);
 }
 
 /* ---- (b) no held-out kernel is a suite or calibration kernel ------------- */
@@ -174,22 +194,36 @@ static void expect_disjoint(Named *h, int nh, Named *o, int no) {
 
 Test(heldout, kernels_are_not_suite_kernels) {
   Named h[MAXK], s[MAXK];
-  int nh = load_dir("heldout/kernels", h, MAXK);
   int ns = load_dir("kernels", s, MAXK);
   cr_assert_geq(ns, 6, "expected the suite kernels in kernels/, found %d", ns);
-  expect_disjoint(h, nh, s, ns);
-  free_all(h, nh);
+  for (int si = 0; si < NSETS; si++) {
+    int nh = load_dir(SETS[si].kernels, h, MAXK);
+    expect_disjoint(h, nh, s, ns);
+    free_all(h, nh);
+  }
   free_all(s, ns);
 }
 
 Test(heldout, kernels_are_not_calibration_kernels) {
   Named h[MAXK], c[MAXK];
-  int nh = load_dir("heldout/kernels", h, MAXK);
   int nc = load_calib(c, MAXK);
   cr_assert_geq(nc, 10, "expected the calibration kernels, found %d", nc);
-  expect_disjoint(h, nh, c, nc);
-  free_all(h, nh);
+  for (int si = 0; si < NSETS; si++) {
+    int nh = load_dir(SETS[si].kernels, h, MAXK);
+    expect_disjoint(h, nh, c, nc);
+    free_all(h, nh);
+  }
   free_all(c, nc);
+}
+
+/* Set 2 is written after set 1 and must not reuse its families. */
+Test(heldout, set2_kernels_are_not_set1_kernels) {
+  Named a[MAXK], b[MAXK];
+  int na = load_dir(SETS[1].kernels, a, MAXK);
+  int nb = load_dir(SETS[0].kernels, b, MAXK);
+  expect_disjoint(a, na, b, nb);
+  free_all(a, na);
+  free_all(b, nb);
 }
 
 /* ---- cases.json --------------------------------------------------------- */
@@ -219,8 +253,8 @@ static int is_count(const cJSON *v) {
 }
 
 /* (d) well-formed, every kernel path resolves, parses and binds its shape */
-Test(heldout, cases_json_well_formed) {
-  cJSON *j = load_json("heldout/cases.json");
+static void check_cases(const HeldSet *set) {
+  cJSON *j = load_json(set->cases);
   cr_assert(cJSON_IsObject(j));
   const char *schema = cJSON_GetStringValue(cJSON_GetObjectItem(j, "schema"));
   cr_expect_str_eq(schema ? schema : "(none)", "lanemap.cases/1");
@@ -229,11 +263,11 @@ Test(heldout, cases_json_well_formed) {
   cr_assert(cJSON_IsArray(cases) && cJSON_GetArraySize(cases) > 0, "no cases array");
 
   char heldout_dir[PATH_MAX], suite_dir[PATH_MAX];
-  cr_assert(realpath(path_of("heldout/kernels"), heldout_dir));
+  cr_assert(realpath(path_of(set->kernels), heldout_dir));
   cr_assert(realpath(path_of("kernels"), suite_dir));
 
   Named h[MAXK];
-  int nh = load_dir("heldout/kernels", h, MAXK);
+  int nh = load_dir(set->kernels, h, MAXK);
   int uses[MAXK] = {0};
   int nshape = 0, idx = 0;
   cJSON *c;
@@ -262,7 +296,7 @@ Test(heldout, cases_json_well_formed) {
     }
     /* the kernel path resolves, parses, and binds the shape */
     char real[PATH_MAX];
-    cr_assert(resolve("heldout", kf, real), "case %s: kernel %s does not resolve", id, kf);
+    cr_assert(resolve(set->dir, kf, real), "case %s: kernel %s does not resolve", id, kf);
     lm_kernel *k = load_path(real);
     int64_t R = (int64_t)cJSON_GetArrayItem(sh, 0)->valuedouble;
     int64_t C = (int64_t)cJSON_GetArrayItem(sh, 1)->valuedouble;
@@ -275,7 +309,7 @@ Test(heldout, cases_json_well_formed) {
     size_t hl = strlen(heldout_dir), sl = strlen(suite_dir);
     if (strcmp(split, "operator") == 0) {
       cr_expect(strncmp(real, heldout_dir, hl) == 0 && real[hl] == '/',
-                "case %s: an operator case must use a kernel in heldout/kernels/", id);
+                "case %s: an operator case must use a kernel in %s/", id, set->kernels);
       for (int i = 0; i < nh; i++)
         if (strcmp(h[i].k->name, k->name) == 0)
           uses[i]++;
@@ -290,15 +324,26 @@ Test(heldout, cases_json_well_formed) {
   for (int i = 0; i < nh; i++)
     cr_expect_geq(uses[i], 2, "%s has %d cases (at least 2 shapes per family)", h[i].what,
                   uses[i]);
-  cr_expect_geq(nshape, 12, "only %d new shapes for the suite kernels", nshape);
+  cr_expect_geq(nshape, set->min_shape_cases, "%s: only %d new shapes for the suite kernels",
+                set->cases, nshape);
+  cr_expect_geq(idx, set->min_cases, "%s: %d cases, at least %d wanted", set->cases, idx,
+                set->min_cases);
   free_all(h, nh);
   cJSON_Delete(j);
 }
 
+Test(heldout, cases_json_well_formed) {
+  check_cases(&SETS[0]);
+}
+
+Test(heldout, set2_cases_json_well_formed) {
+  check_cases(&SETS[1]);
+}
+
 /* (c) no held-out case repeats a suite (kernel, shape) pair */
-Test(heldout, cases_avoid_suite_pairs) {
+static void check_avoids_suite(const HeldSet *set) {
   cJSON *suite = load_json("kernels/suite.json");
-  cJSON *held = load_json("heldout/cases.json");
+  cJSON *held = load_json(set->cases);
   int nsuite = 0;
   cJSON *a, *b;
   cJSON_ArrayForEach(a, cJSON_GetObjectItem(suite, "cases")) {
@@ -315,7 +360,7 @@ Test(heldout, cases_avoid_suite_pairs) {
       char rb[PATH_MAX];
       const char *kb = cJSON_GetStringValue(cJSON_GetObjectItem(b, "kernel"));
       const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(b, "id"));
-      cr_assert(kb && resolve("heldout", kb, rb), "held-out kernel %s does not resolve",
+      cr_assert(kb && resolve(set->dir, kb, rb), "held-out kernel %s does not resolve",
                 kb ? kb : "(none)");
       cJSON *sb = cJSON_GetObjectItem(b, "shape");
       if (cJSON_GetArrayItem(sb, 0)->valuedouble != Ra ||
@@ -334,4 +379,57 @@ Test(heldout, cases_avoid_suite_pairs) {
   cr_assert_geq(nsuite, 15, "expected the 15 suite cases, found %d", nsuite);
   cJSON_Delete(suite);
   cJSON_Delete(held);
+}
+
+Test(heldout, cases_avoid_suite_pairs) {
+  for (int si = 0; si < NSETS; si++)
+    check_avoids_suite(&SETS[si]);
+}
+
+/* Set 2 covers the forms it was written for (heldout/set2/README.md): an
+ * f64 kernel, ragged rows, a kernel with two or more outputs, a kernel
+ * needing three or more column loops, single rows, tall and narrow
+ * shapes, and C one off a multiple of 8 and of 16 lanes, each with at
+ * least one case. */
+Test(heldout, set2_covers_its_forms) {
+  const HeldSet *set = &SETS[1];
+  cJSON *j = load_json(set->cases);
+  int f64 = 0, ragged = 0, outputs2 = 0, loops3 = 0, single = 0, tall = 0;
+  int off16 = 0, off8 = 0, f64_off8 = 0;
+  cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "cases")) {
+    const char *kf = cJSON_GetStringValue(cJSON_GetObjectItem(c, "kernel"));
+    cJSON *sh = cJSON_GetObjectItem(c, "shape");
+    char real[PATH_MAX];
+    cr_assert(kf && resolve(set->dir, kf, real), "a set-2 case's kernel does not resolve");
+    lm_kernel *k = load_path(real);
+    int64_t R = (int64_t)cJSON_GetArrayItem(sh, 0)->valuedouble;
+    int64_t C = (int64_t)cJSON_GetArrayItem(sh, 1)->valuedouble;
+    int nout = 0;
+    for (int p = 0; p < k->nparams; p++)
+      nout += k->params[p].is_output;
+    int is_f64 = k->elem == LM_F64;
+    int c16 = C > 16 && (C % 16 == 1 || C % 16 == 15);
+    int c8 = C > 8 && (C % 8 == 1 || C % 8 == 7);
+    f64 += is_f64;
+    ragged += k->rowlen_param >= 0;
+    outputs2 += nout >= 2;
+    loops3 += k->nloops >= 3;
+    single += R == 1;
+    tall += R >= 10000 && C <= 32;
+    off16 += c16;
+    off8 += c8 && !c16;
+    f64_off8 += is_f64 && c8;
+    lm_kernel_free(k);
+  }
+  cr_expect_gt(f64, 0, "no f64 case");
+  cr_expect_gt(ragged, 0, "no ragged-row case");
+  cr_expect_gt(outputs2, 0, "no case of a kernel with two or more outputs");
+  cr_expect_gt(loops3, 0, "no case of a kernel with three or more column loops");
+  cr_expect_gt(single, 0, "no single-row case");
+  cr_expect_gt(tall, 0, "no tall and narrow case (R >= 10000, C <= 32)");
+  cr_expect_gt(off16, 0, "no case with C = 16k +- 1");
+  cr_expect_gt(off8, 0, "no case with C = 8k +- 1 that is not 16k +- 1");
+  cr_expect_gt(f64_off8, 0, "no f64 case with C = 8k +- 1 (8 f64 lanes in AVX-512)");
+  cJSON_Delete(j);
 }

@@ -737,7 +737,7 @@ static void range_ok(const char *params, const char *expr, int rowout) {
 }
 
 Test(ir, range_every_kernel_in_the_tree_passes) {
-  static const char *dirs[] = {"/kernels/", "/heldout/kernels/",
+  static const char *dirs[] = {"/kernels/", "/heldout/kernels/", "/heldout/set2/kernels/",
                                "/tests/kernels/", "/tests/difftest/regress/"};
   int n = 0;
   for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
