@@ -27,6 +27,19 @@ if(NOT GLPK_INCLUDE_DIR OR NOT GLPK_LIBRARY)
   message(FATAL_ERROR "GLPK not found: apt-get install libglpk-dev")
 endif()
 
+# XGBoost (the learned cost model, costmodel/learned.c), by header and
+# library: Debian's xgboost.pc names libdir /usr/lib, not the multiarch
+# folder the library is in, and its CMake package imports the `xgboost`
+# command as well, which libxgboost-dev does not install.
+find_path(XGBOOST_INCLUDE_DIR xgboost/c_api.h)
+find_library(XGBOOST_LIBRARY NAMES xgboost)
+if(NOT XGBOOST_INCLUDE_DIR OR NOT XGBOOST_LIBRARY)
+  message(FATAL_ERROR "XGBoost (xgboost/c_api.h, libxgboost.so) not found: "
+                      "apt-get install libxgboost-dev")
+endif()
+# its folder, for lanemap.pc's Libs.private (liblanemap.a's consumers)
+get_filename_component(LANEMAP_XGBOOST_LIBDIR ${XGBOOST_LIBRARY} DIRECTORY)
+
 macro(lanemap_pkg var module debpkg)
   pkg_check_modules(${var} QUIET IMPORTED_TARGET ${module})
   if(NOT ${var}_FOUND)
@@ -43,8 +56,9 @@ find_package(Threads REQUIRED)
 
 add_library(lanemap_deps INTERFACE)
 target_include_directories(lanemap_deps INTERFACE ${LLVM_INCLUDE_DIRS}
-                                                  ${GLPK_INCLUDE_DIR})
+                                                  ${GLPK_INCLUDE_DIR}
+                                                  ${XGBOOST_INCLUDE_DIR})
 target_link_libraries(lanemap_deps INTERFACE
-  ${LANEMAP_LLVM_LIB} ${GLPK_LIBRARY}
+  ${LANEMAP_LLVM_LIB} ${GLPK_LIBRARY} ${XGBOOST_LIBRARY}
   PkgConfig::LAPACKE PkgConfig::OPENBLAS PkgConfig::CJSON PkgConfig::HWLOC
   PkgConfig::SLEEF Threads::Threads m)

@@ -29,6 +29,7 @@
 
 #include "lanemap/profile.h"
 #include "lanemap/costmodel.h"
+#include "lanemap/learned.h"
 #include "lanemap/fit.h"
 #include "lanemap/calibrate.h"
 
