@@ -10,25 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/rng.h"
 #include "lanemap/fit.h"
 
 /* ---- synthetic data ------------------------------------------------------ */
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-static double rng_unif(uint64_t *s) { /* in (0, 1) */
-  return ((double)(rng_next(s) >> 11) + 0.5) * 0x1p-53;
-}
-
-static double rng_normal(uint64_t *s) {
-  double u = rng_unif(s), v = rng_unif(s);
-  return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-}
 
 /* Micro-benchmark-like rows: row i mostly exercises feature i % n (a count
  * of 1e3..1e5), with small counts of the others, as a benchmark family

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/rng.h"
 #include "lanemap/learned.h"
 
 /* Not every helper of run.h is used here. */
@@ -29,17 +30,6 @@ enum { NF = 4, TRAIN = 3000, HELD = 1000 };
 static const char *const names[NF] = {"step", "a", "b", "noise"};
 
 /* ---- synthetic data ------------------------------------------------------ */
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-static double rng_unif(uint64_t *s) { /* in (0, 1) */
-  return ((double)(rng_next(s) >> 11) + 0.5) * 0x1p-53;
-}
 
 static double truth(const double *x) {
   return 2.0 * (x[0] > 0.5) + 4.0 * x[1] * x[2];

@@ -7,22 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/rng.h"
 #include "lanemap/solver.h"
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-static double rng_unif(uint64_t *s) { /* in (0, 1) */
-  return ((double)(rng_next(s) >> 11) + 0.5) * 0x1p-53;
-}
-
-static int rng_int(uint64_t *s, int lo, int hi) { /* in [lo, hi] */
-  return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1));
-}
 
 #define MAXK 100
 
