@@ -25,6 +25,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_solve(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_learn(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_records(int argc, char **argv);

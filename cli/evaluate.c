@@ -18,6 +18,7 @@ static const char usage[] =
     "                        [--cross J] [--shard i/N] [--fresh] [--seed N]\n"
     "                        [--profile P] [--cache-dir D] [--accept-noisy]\n"
     "                        [--all-splits] [--fp strict|relaxed] [--list]\n"
+    "                        [--learned M]\n"
     "       lanemap evaluate --deploy [--spec F] [--budgets K,...] [--shapes N]\n"
     "                        [--quick] [--out DIR] [--isa I] [--profile P] ...\n"
     "  Calibrate (or take the cached profile), predict, solve, compile and\n"
@@ -47,6 +48,8 @@ static const char usage[] =
     "               a run of their own (docs/language.md); relaxed writes to\n"
     "               lanemap-evaluate-relaxed unless --out is given\n"
     "  --profile P  the calibrated profile to use (one ISA target only)\n"
+    "  --learned M  a learned correction of that profile (lanemap learn):\n"
+    "               the plan-learned policy beside the plan\n"
     "  --cache-dir D  the profile cache (also LANEMAP_CACHE_DIR), shared by\n"
     "               the nodes of a cluster: one profile per machine type\n"
     "  --accept-noisy  exit 0 even when cases were measured under\n"
@@ -246,6 +249,8 @@ static int parse_opts(int argc, char **argv, eval_cli *a) {
       cross = v;
     } else if ((r = cli_arg_value(argc, argv, &i, "--profile", &v))) {
       o->profile = v;
+    } else if ((r = cli_arg_value(argc, argv, &i, "--learned", &v))) {
+      o->learned = v;
     } else if ((r = cli_arg_cache_dir(argc, argv, &i))) {
     } else if ((r = cli_arg_value(argc, argv, &i, "--shard", &v))) {
       if (r > 0 && parse_shard(v, o, &err) != LM_OK)

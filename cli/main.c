@@ -36,6 +36,8 @@ static const cli_command commands[] = {
     {"solve", "choose variants and a dispatch per shape for a workload", cmd_solve},
     {"tune", "measure the model's top variants per bucket, then plan on them",
      cmd_tune},
+    {"learn", "train and cross-validate a learned correction of a profile",
+     cmd_learn},
     {"compile", "compile a plan: JIT every planned variant, or --aot DIR", cmd_compile},
     {"merge", "merge the records of shards into one records.jsonl", cmd_merge},
     {"records", "import hyperfine/TVM measurements, keep the best per shape", cmd_records},

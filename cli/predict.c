@@ -9,11 +9,12 @@
 #include "cli/commands.h"
 #include "lanemap/calibrate.h"
 #include "lanemap/json.h"
+#include "lanemap/learned.h"
 
 static const char usage[] =
     "usage: lanemap predict KERNEL --shape R,C [--variant V[,V...] | --all]\n"
     "                      [--isa I] [--fp M] [--profile P | --default-profile] [--accept-noisy]\n"
-    "                      [--explain] [--json] [--cache-dir D]\n"
+    "                      [--explain] [--json] [--cache-dir D] [--learned M]\n"
     "  Predict every variant's time (ns per launch) and rank them.\n"
     "  --fp M             with --all: strict (default), relaxed or both\n"
     "  --profile P        a profile file (default: the cached one for the ISA)\n"
@@ -22,6 +23,9 @@ static const char usage[] =
     "  --accept-noisy     use a profile whose calibration timing was noisy (else\n"
     "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --explain          per-term breakdown of each prediction\n"
+    "  --learned M        a learned correction of the profile (lanemap learn):\n"
+    "                     rank by the corrected time; the correction shows as\n"
+    "                     one factor beside the terms\n"
     "exit codes: 0 ok, 1 a noisy profile refused, 2 bad input (no profile, bad\n"
     "            kernel, shape or variant)\n";
 
@@ -51,14 +55,46 @@ static lm_status profile_for(const char *path, int use_default, lm_isa isa,
 typedef struct Ranked {
   lm_variant v;
   lm_prediction p;
+  double ns; /* p.ns, times the learned correction when one is given */
 } Ranked;
 
 static int by_ns(const void *a, const void *b) {
-  double x = ((const Ranked *)a)->p.ns, y = ((const Ranked *)b)->p.ns;
+  double x = ((const Ranked *)a)->ns, y = ((const Ranked *)b)->ns;
   return x < y ? -1 : x > y;
 }
 
-static void explain(const lm_prediction *p) {
+/* rk[i].ns = the learned correction of rk[i].p (lm_learned_apply). */
+static lm_status correct(const char *path, const lm_kernel *k, const lm_shape *sh,
+                         Ranked *rk, int n, lm_error *err) {
+  lm_learned *l = NULL;
+  const char *names[LM_LEARNED_NFEAT];
+  for (int j = 0; j < LM_LEARNED_NFEAT; j++)
+    names[j] = lm_learned_row_name(j);
+  double *x = malloc(sizeof *x * (size_t)(n ? n : 1) * LM_LEARNED_NFEAT);
+  double *d = malloc(sizeof *d * (size_t)(n ? n : 1));
+  lm_status s = LM_OK;
+  if (!x || !d)
+    s = lm_error_set(err, LM_ESYS, "out of memory");
+  else
+    s = lm_learned_load(path, &l, err);
+  if (s == LM_OK)
+    s = lm_learned_check_features(l, LM_LEARNED_NFEAT, names, err);
+  /* R is dim 0; C is whatever the shape bound the column symbol to */
+  int64_t C = k->col_sym >= 0 ? sh->dims[k->col_sym] : 1;
+  for (int i = 0; s == LM_OK && i < n; i++)
+    lm_learned_row(k, &rk[i].v, sh->dims[0], C, &rk[i].p,
+                   x + (size_t)i * LM_LEARNED_NFEAT);
+  if (s == LM_OK)
+    s = lm_learned_predict(l, x, n, d, err);
+  for (int i = 0; s == LM_OK && i < n; i++)
+    rk[i].ns = lm_learned_apply(rk[i].p.ns, d[i]);
+  lm_learned_free(l);
+  free(x);
+  free(d);
+  return s;
+}
+
+static void explain(const lm_prediction *p, double corrected) {
   int order[LM_T__COUNT];
   for (int i = 0; i < LM_T__COUNT; i++)
     order[i] = i;
@@ -81,11 +117,15 @@ static void explain(const lm_prediction *p) {
     printf("    %-13s %12.0f x -> %10.1f ns (%4.1f%%)  %s\n", lm_term_name(t), p->f.n[t],
            p->term_ns[t], 100 * p->term_ns[t] / p->ns, lm_term_doc(t));
   }
+  if (corrected != p->ns)
+    printf("    %-13s %12.3f x -> %10.1f ns         the learned correction of "
+           "the %.1f ns above\n",
+           "learned", corrected / p->ns, corrected, p->ns);
 }
 
 int cmd_predict(int argc, char **argv) {
   const char *file = NULL, *shape_s = NULL, *list = NULL, *isa_s = "host", *prof = NULL,
-             *fp = NULL;
+             *fp = NULL, *learned = NULL;
   int all = 0, expl = 0, json = 0, dflt = 0, accept = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val;
@@ -104,6 +144,8 @@ int cmd_predict(int argc, char **argv) {
       fp = val;
     else if ((r = cli_arg_value(argc, argv, &i, "--profile", &val)))
       prof = val;
+    else if ((r = cli_arg_value(argc, argv, &i, "--learned", &val)))
+      learned = val;
     else if ((r = cli_arg_cache_dir(argc, argv, &i)))
       ;
     else if (cli_arg_flag(a, "--all"))
@@ -156,10 +198,15 @@ int cmd_predict(int argc, char **argv) {
   if (s != LM_OK)
     goto done;
   rk = calloc((size_t)nv, sizeof *rk);
+  if (!rk)
+    s = lm_error_set(&err, LM_ESYS, "out of memory");
   for (int i = 0; i < nv && s == LM_OK; i++) {
     rk[i].v = vs[i];
     s = lm_cost_predict(p, k, &vs[i], &sh, &rk[i].p, &err);
+    rk[i].ns = rk[i].p.ns;
   }
+  if (s == LM_OK && learned)
+    s = correct(learned, k, &sh, rk, nv, &err);
   if (s != LM_OK)
     goto done;
   qsort(rk, (size_t)nv, sizeof *rk, by_ns);
@@ -175,6 +222,8 @@ int cmd_predict(int argc, char **argv) {
       cJSON_AddNumberToObject(j, "predicted_ns", rk[i].p.ns);
       cJSON_AddNumberToObject(j, "p5_ns", rk[i].p.p5);
       cJSON_AddNumberToObject(j, "p95_ns", rk[i].p.p95);
+      if (learned)
+        cJSON_AddNumberToObject(j, "learned_ns", rk[i].ns);
       cJSON *terms = cJSON_AddObjectToObject(j, "terms");
       for (int t = 0; t < LM_T__COUNT; t++)
         if (rk[i].p.f.n[t] > 0) {
@@ -193,10 +242,13 @@ int cmd_predict(int argc, char **argv) {
       free(txt);
       cJSON_Delete(j);
     } else {
-      printf("%3d  %-64s %12.2f us  [%.2f, %.2f]\n", i + 1, name, rk[i].p.ns / 1e3,
+      printf("%3d  %-64s %12.2f us  [%.2f, %.2f]", i + 1, name, rk[i].p.ns / 1e3,
              rk[i].p.p5 / 1e3, rk[i].p.p95 / 1e3);
+      if (learned)
+        printf("  learned %.2f us", rk[i].ns / 1e3);
+      printf("\n");
       if (expl)
-        explain(&rk[i].p);
+        explain(&rk[i].p, rk[i].ns);
     }
   }
 done:

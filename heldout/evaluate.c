@@ -54,6 +54,7 @@ typedef struct Eval {
   int nisa, nprof;                      /* measured targets, profiles */
   lm_profile *prof[LM_EVALUATE_MAX_ISAS + 1];
   double calib_s[LM_EVALUATE_MAX_ISAS + 1];
+  lm_learned *learned; /* the first target's learned correction, or NULL */
   lm_timing_opts timing;
   /* busy judged on the timing thread's own CPU: a neighbour on another
    * core leaves one-worker variants alone, and the parallel ones it
@@ -291,6 +292,7 @@ static lm_status open_target(Eval *e, int i, Target *t, lm_error *err) {
   t->o.timing = e->timing;
   t->o.profile = prof;
   t->o.cross = e->nprof > 1 && !t->foreign ? e->prof[j] : NULL;
+  t->o.learned = i == 0 && !t->foreign ? e->learned : NULL;
   t->r->isa = e->isa[i];
   t->r->has_cross = t->o.cross != NULL;
   t->r->cross_isa = e->isa[j];
@@ -908,6 +910,7 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
   if (st == LM_OK && gethostname(e.node, sizeof e.node - 1) != 0)
     snprintf(e.node, sizeof e.node, "?");
   if (st == LM_OK) st = targets(&e, err);                             /* targets   */
+  if (st == LM_OK && o->learned) st = lm_learned_load(o->learned, &e.learned, err);
   if (st == LM_OK) st = lm_cases_load(o->cases, &e.cases, err);       /* cases     */
   if (st == LM_OK) st = lm_cases_shard(&e.cases, o->shard_i, o->shard_n, err);
   if (st == LM_OK) st = lm_file_make_dirs(o->out, err);
@@ -919,6 +922,7 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
   if (st == LM_OK) st = summary(&e, err);                             /* report    */
   for (int i = 0; i < e.nprof; i++)
     lm_profile_free(e.prof[i]);
+  lm_learned_free(e.learned);
   lm_cases_free(&e.cases);
   return st;
 }

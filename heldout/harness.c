@@ -330,6 +330,14 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   if (!out->id || !out->kernel || !out->kernel_hash || !out->isa || !out->v ||
       !out->protocol || (c->split && !out->split) || (c->extra && !out->extra))
     return lm_error_set(err, LM_ESYS, "out of memory");
+  /* the learned correction's rows, predicted in one call */
+  double *lx = NULL, *delta = NULL;
+  size_t nv = (size_t)(ek->nv ? ek->nv : 1);
+  if (o->learned && (!(lx = malloc(sizeof *lx * nv * LM_LEARNED_NFEAT)) ||
+                     !(delta = malloc(sizeof *delta * nv)))) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
   for (int i = 0; i < ek->nv; i++) {
     lm_eval_variant *ev = &out->v[i];
     const lm_variant *v = &ek->v[i];
@@ -337,26 +345,41 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
     lm_variant_format(v, name, sizeof name);
     ev->variant = strdup(name);
     ev->terms = calloc((size_t)run->nterms, sizeof *ev->terms);
-    if (!ev->variant || !ev->terms)
-      return lm_error_set(err, LM_ESYS, "out of memory");
+    if (!ev->variant || !ev->terms) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto done;
+    }
     ev->verified = -1;
-    ev->measured = ev->spread = ev->confirmed = NAN;
+    ev->measured = ev->spread = ev->confirmed = ev->pred_learned = NAN;
     lm_prediction p;
     if ((st = predict_one(o->profile, ek->k, v, &sh, rows, &p, err)) != LM_OK)
-      return st;
+      goto done;
     ev->predicted = p.ns;
+    if (lx)
+      lm_learned_row(ek->k, v, c->R, c->C, &p, lx + (size_t)i * LM_LEARNED_NFEAT);
     for (int t = 0; t < run->nterms && t < LM_T__COUNT; t++)
       ev->terms[t] = p.term_ns[t];
     ev->pred_roofline = roofline_ns(&cal, &p.f, v);
     if ((st = predict_one(o->defaults, ek->k, v, &sh, rows, &p, err)) != LM_OK)
-      return st;
+      goto done;
     ev->pred_default = p.ns;
     ev->pred_cross = NAN;
     if (o->cross) {
       if ((st = predict_one(o->cross, ek->k, v, &sh, rows, &p, err)) != LM_OK)
-        return st;
+        goto done;
       ev->pred_cross = p.ns;
     }
+  }
+  if (lx) { /* corrected = analytic * exp(delta), lm_learned_apply */
+    const char *names[LM_LEARNED_NFEAT];
+    for (int j = 0; j < LM_LEARNED_NFEAT; j++)
+      names[j] = lm_learned_row_name(j);
+    if ((st = lm_learned_check_features(o->learned, LM_LEARNED_NFEAT, names, err)) !=
+            LM_OK ||
+        (st = lm_learned_predict(o->learned, lx, ek->nv, delta, err)) != LM_OK)
+      goto done;
+    for (int i = 0; i < ek->nv; i++)
+      out->v[i].pred_learned = lm_learned_apply(out->v[i].predicted, delta[i]);
   }
   for (int p = 0; p < LM_POLICY__COUNT; p++) {
     out->choice[p] = -1;
@@ -366,7 +389,10 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
   out->t_best = out->tau = NAN;
   out->t_dispatch = out->dispatch_ratio = out->t_screen = NAN;
   lm_noise_clear(&out->noise);
-  return LM_OK;
+done:
+  free(lx);
+  free(delta);
+  return st;
 }
 
 /* ---- the oracle measurement ------------------------------------------ */

@@ -29,7 +29,7 @@
 const int lm_autotune_budget[LM_AUTOTUNE_BUDGETS] = {1, 2, 3, 5, 10, 20};
 
 static const char *const policy_names[LM_POLICY__COUNT] = {
-    "plan",           "cross-isa",     "default-profile", "roofline",
+    "plan",           "cross-isa",     "default-profile", "plan-learned", "roofline",
     "always-program", "always-packet", "inductor-like",   "random"};
 
 const char *lm_policy_name(lm_policy p) {

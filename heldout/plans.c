@@ -22,11 +22,12 @@
 #include "lanemap/plan.h"
 
 static const lm_policy solved[] = {LM_POLICY_PLAN, LM_POLICY_CROSS,
-                                   LM_POLICY_DEFAULT};
+                                   LM_POLICY_DEFAULT, LM_POLICY_LEARNED};
 
 static double pred_of(const lm_eval_variant *v, lm_policy p) {
   return p == LM_POLICY_CROSS     ? v->pred_cross
          : p == LM_POLICY_DEFAULT ? v->pred_default
+         : p == LM_POLICY_LEARNED ? v->pred_learned
                                   : v->predicted;
 }
 
@@ -223,13 +224,16 @@ lm_status lm_eval_plans_make(const lm_eval_opts *o, lm_eval_run *run,
   out->bucket = calloc((size_t)run->ncases, sizeof *out->bucket);
   if (!out->kernel || !out->bucket)
     return lm_error_set(err, LM_ESYS, "out of memory");
-  int have_cross = o->cross != NULL;
+  int have_cross = o->cross != NULL, have_learned = o->learned != NULL;
   for (int i = 0; i < run->ncases; i++)
-    for (int v = 0; v < run->cases[i].nvariants; v++)
+    for (int v = 0; v < run->cases[i].nvariants; v++) {
       have_cross &= isfinite(run->cases[i].v[v].pred_cross);
+      have_learned &= isfinite(run->cases[i].v[v].pred_learned);
+    }
   lm_status st = build_workload(o, run, dir, out, err);
   for (size_t i = 0; i < sizeof solved / sizeof *solved && st == LM_OK; i++)
-    if (solved[i] != LM_POLICY_CROSS || have_cross)
+    if ((solved[i] != LM_POLICY_CROSS || have_cross) &&
+        (solved[i] != LM_POLICY_LEARNED || have_learned))
       st = solve(o, run, out, solved[i], err);
   return st;
 }

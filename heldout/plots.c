@@ -36,8 +36,10 @@ extern char **environ;
 
 /* One colour per policy, the same in every plot; the plan's stands out. */
 static const char *const policy_color[LM_POLICY__COUNT] = {
-    "#d62728", "#9467bd", "#8c564b", "#e377c2",
+    "#d62728", "#9467bd", "#8c564b", "#17becf", "#e377c2",
     "#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f"};
+_Static_assert(sizeof policy_color / sizeof *policy_color == LM_POLICY__COUNT,
+               "one colour per policy");
 #define BEST_COLOR "#c7c7c7"
 
 /* Write the memstream's text to DIR/name atomically. */

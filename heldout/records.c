@@ -14,7 +14,7 @@
  *   case_variant      this variant's index in the case (enumeration order)
  *   case_variants     how many variants the case has; a case is complete
  *                     when every index is present
- *   pred_cross, pred_default, pred_roofline
+ *   pred_cross, pred_default, pred_roofline, pred_learned (optional)
  *                     the other models' predictions, s (absent = none)
  *   spread            (p90 - p10) / p50 of the samples
  *   terms_ns          the calibrated breakdown, term name -> ns
@@ -119,6 +119,7 @@ lm_status lm_eval_case_records(const lm_eval_case *c, const lm_eval_run *run,
         add_num(x, "pred_cross", v->pred_cross * 1e-9) &&
         add_num(x, "pred_default", v->pred_default * 1e-9) &&
         add_num(x, "pred_roofline", v->pred_roofline * 1e-9) &&
+        add_num(x, "pred_learned", v->pred_learned * 1e-9) &&
         add_num(x, "spread", v->spread);
     if (ok && v->terms && run->nterms > 0) {
       cJSON *t = cJSON_AddObjectToObject(x, "terms_ns");
@@ -458,6 +459,8 @@ lm_status lm_eval_cases_from_records(const lm_records *rs, lm_eval_case **out,
           (st = num_field(r, ri, "pred_default", 1e9, &v->pred_default, err)) !=
               LM_OK ||
           (st = num_field(r, ri, "pred_roofline", 1e9, &v->pred_roofline,
+                          err)) != LM_OK ||
+          (st = num_field(r, ri, "pred_learned", 1e9, &v->pred_learned,
                           err)) != LM_OK ||
           (st = num_field(r, ri, "spread", 1, &v->spread, err)) != LM_OK ||
           (st = confirmed_field(r, ri, v, err)) != LM_OK)

@@ -56,9 +56,18 @@ static int have_cross(const lm_eval_run *run) {
   return 0;
 }
 
-/* The policies shown: cross-ISA only when the run has it. */
+static int have_learned(const lm_eval_run *run) {
+  for (int i = 0; i < run->ncases; i++)
+    if (run->cases[i].choice[LM_POLICY_LEARNED] >= 0)
+      return 1;
+  return 0;
+}
+
+/* The policies shown: cross-ISA and plan-learned only when the run has
+ * them. */
 static int shown(const lm_eval_run *run, lm_policy p) {
-  return p != LM_POLICY_CROSS || have_cross(run);
+  return (p != LM_POLICY_CROSS || have_cross(run)) &&
+         (p != LM_POLICY_LEARNED || have_learned(run));
 }
 
 static lm_status stats_table(FILE *f, const lm_eval_run *run, const char *split,

@@ -43,6 +43,13 @@ static run_result evaluate(const char *out, const char *extra) {
              "--profile", prof, "--out", out);
 }
 
+/* The same with two extra arguments (an option and its value). */
+static run_result evaluate2(const char *out, const char *opt, const char *val) {
+  const char *prof = default_profile();
+  return RUN("evaluate", "--quick", "--cases", CASES, "--isa", "host",
+             "--profile", prof, "--out", out, opt, val);
+}
+
 static int strcmp_ptr(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -363,6 +370,8 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
       {{"--cache-dir"}, "--cache-dir needs a value"},
       {{"--isa", "avx2", "--cross", "none", "--profile", prof},
        "not x86-64-v3"},
+      {{"--learned", "/nonexistent/learned.json"}, "/nonexistent/learned.json"},
+      {{"--learned"}, "--learned needs a value"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char o[600];
@@ -377,6 +386,60 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
     cr_expect(strstr(r.err, bad[i].msg) != NULL, "case %zu: %s", i, r.err);
     run_free(&r);
   }
+}
+
+/* A learned correction that halves every prediction: plan-learned is
+ * reported beside the plan, with its own plan file and its predictions in
+ * the records. */
+Test(evaluate, a_learned_correction_is_reported_as_its_own_policy) {
+  enum { M = 64 };
+  static double x[M * LM_LEARNED_NFEAT], y[M];
+  const char *names[LM_LEARNED_NFEAT];
+  for (int j = 0; j < LM_LEARNED_NFEAT; j++)
+    names[j] = lm_learned_row_name(j);
+  for (int i = 0; i < M; i++) {
+    for (int j = 0; j < LM_LEARNED_NFEAT; j++)
+      x[i * LM_LEARNED_NFEAT + j] = (i * 31 + j * 7) % 13;
+    y[i] = log(0.5);
+  }
+  lm_learned *l = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_learned_train(NULL, x, M, LM_LEARNED_NFEAT, y, NULL, names, &l, &err),
+               LM_OK, "%s", err.msg);
+  char model[600], out[600], path[700];
+  snprintf(model, sizeof model, "%s", run_tmp("learned.json"));
+  snprintf(out, sizeof out, "%s", run_tmp("out"));
+  cr_assert_eq(lm_learned_save(l, model, &err), LM_OK, "%s", err.msg);
+  lm_learned_free(l);
+  run_result r = evaluate2(out, "--learned", model);
+  cr_assert_eq(r.code, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+  cr_expect(strstr(r.out, "plan-learned"), "%s", r.out);
+  snprintf(path, sizeof path, "%s/host/plan-plan-learned.json", out);
+  cr_expect(run_exists(path), "%s missing", path);
+  snprintf(path, sizeof path, "%s/host/report.md", out);
+  char *md = run_slurp(path);
+  cr_expect(strstr(md, "| plan-learned |"), "%s", md);
+  free(md);
+  /* every record carries the corrected prediction: half the analytic one */
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  char *text = run_slurp(path);
+  int n = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), n++) {
+    cJSON *j = cJSON_Parse(line);
+    double p = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "predicted"));
+    double q = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "pred_learned"));
+    cr_expect(fabs(q / p - 0.5) < 0.01, "record %d: %g against %g", n, q, p);
+    cJSON_Delete(j);
+  }
+  cr_expect_gt(n, 0);
+  free(text);
+  run_free(&r);
+  /* a file that is not a learned model is refused before anything runs */
+  run_write(model, "{\"schema\": \"lanemap.profile/1\"}");
+  r = evaluate2(out, "--learned", model);
+  cr_expect_eq(r.code, 2, "%s", r.err);
+  cr_expect(strstr(r.err, model), "%s", r.err);
+  run_free(&r);
 }
 
 Test(evaluate, an_unwritable_output_folder_exits_3) {

@@ -317,8 +317,8 @@ Test(metrics, policy_stats_filter_by_split_and_skip_cases_without_a_pick) {
 
 Test(metrics, policy_names_are_the_documented_ones) {
   const char *want[] = {"plan",          "cross-isa",      "default-profile",
-                        "roofline",      "always-program", "always-packet",
-                        "inductor-like", "random"};
+                        "plan-learned",  "roofline",       "always-program",
+                        "always-packet", "inductor-like",  "random"};
   for (int p = 0; p < LM_POLICY__COUNT; p++)
     cr_expect_str_eq(lm_policy_name((lm_policy)p), want[p]);
   cr_expect_str_eq(lm_policy_name(LM_POLICY__COUNT), "unknown");

@@ -25,6 +25,7 @@
 
 #include "lanemap/cases.h"
 #include "lanemap/core.h"
+#include "lanemap/learned.h"
 #include "lanemap/noise.h"
 #include "lanemap/records.h"
 #include "lanemap/runtime.h"
@@ -92,6 +93,8 @@ typedef enum lm_policy {
   LM_POLICY_PLAN,     /* calibrated profile through the solver, no budget */
   LM_POLICY_CROSS,    /* plan from another ISA target's profile (LOIO) */
   LM_POLICY_DEFAULT,  /* plan from the uncalibrated default profile */
+  LM_POLICY_LEARNED,  /* plan from the calibrated profile times the learned
+                         correction (lm_eval_opts.learned; none without) */
   LM_POLICY_ROOFLINE, /* the argmin of max(bytes / bandwidth, ops / peak) */
   LM_POLICY_PROGRAM,  /* always L = 1, the reference report's default */
   LM_POLICY_PACKET,   /* always L = W */
@@ -100,8 +103,8 @@ typedef enum lm_policy {
   LM_POLICY__COUNT
 } lm_policy;
 
-/* "plan", "cross-isa", "default-profile", "roofline", "always-program",
- * "always-packet", "inductor-like", "random". */
+/* "plan", "cross-isa", "default-profile", "plan-learned", "roofline",
+ * "always-program", "always-packet", "inductor-like", "random". */
 const char *lm_policy_name(lm_policy p);
 
 /* One variant of one case. */
@@ -114,6 +117,8 @@ typedef struct lm_eval_variant {
   double pred_cross;   /* ns, another ISA target's profile; NAN if none */
   double pred_default; /* ns, uncalibrated default profile */
   double pred_roofline; /* ns, roofline-only model */
+  double pred_learned; /* ns, calibrated profile times the learned
+                          correction; NAN without a learned model */
   double *terms;       /* [run->nterms] calibrated breakdown, ns per term */
   double *times;       /* [ntimes] the timing samples, ns per call; NULL */
   int ntimes;          /* if untimed */
@@ -307,6 +312,51 @@ lm_status lm_eval_cases_from_records(lm_keep const lm_records *rs,
                                      lm_give lm_eval_case **out, int *n,
                                      int *incomplete, lm_error *err);
 
+/* ---- the learned correction: training and cross-validation -------------
+ * heldout/learn.c (docs/learned.md).  Rows are the timed, verified,
+ * uncontended variants of the quiet cases measured by lm_evaluate (records of the
+ * suite and its validation shapes, never of a held-out set), priced by
+ * profile; a case weighs 1 in all.  Cross-validation leaves one kernel
+ * out at a time and scores each model's pick per case (the argmin of its
+ * prediction among the case's timed variants) against the measured best. */
+
+typedef struct lm_profile lm_profile;
+typedef struct lm_learn_opts {
+  const lm_profile *profile; /* prices the rows (required) */
+  lm_learned_opts model;     /* the trees' options */
+} lm_learn_opts;
+void lm_learn_defaults(lm_learn_opts *o); /* no profile, lm_learned_defaults */
+
+/* One cross-validation fold: one kernel left out. */
+typedef struct lm_learn_fold {
+  char *kernel;      /* its name */
+  int rows, cases;   /* its timed variants and cases */
+  double geo_analytic, geo_learned; /* geomean top-1 regret of each model */
+  /* RMS of log(predicted / measured) within a case (its mean removed) */
+  double rms_analytic, rms_learned;
+} lm_learn_fold;
+
+typedef struct lm_learn_result {
+  lm_learned *model;  /* trained on every row (owned) */
+  int rows, ncases;   /* rows and cases trained on */
+  int skipped_ragged; /* cases of kernels with per-row lengths, left out */
+  int skipped_noisy;  /* cases measured under interference, left out */
+  int nfolds;
+  lm_learn_fold *folds;
+  /* over every fold's cases */
+  double cv_geo_analytic, cv_geo_learned;
+  double cv_rms_analytic, cv_rms_learned;
+  int learned_better; /* the learned model's CV geomean regret is lower */
+} lm_learn_result;
+
+/* Train on cases[n] and cross-validate.  LM_EINPUT when the cases hold
+ * fewer than two kernels with timed variants; kernel, shape and variant
+ * errors as lm_kernel_load, lm_shape_bind and lm_variant_parse give them. */
+lm_status lm_learn(lm_keep const lm_learn_opts *o,
+                   lm_keep const lm_eval_case *cases, int n,
+                   lm_learn_result *out, lm_error *err);
+void lm_learn_result_free(lm_learn_result *r);
+
 /* ---- report -------------------------------------------------------------- */
 
 /* Write DIR/report.md: the run's setup, per-policy summary (all, and per
@@ -341,6 +391,9 @@ typedef struct lm_eval_opts {
   const lm_profile *profile;   /* calibrated for isa (required) */
   const lm_profile *cross;     /* another ISA target's profile; NULL = none */
   const lm_profile *defaults;  /* uncalibrated defaults (required) */
+  /* The learned correction of profile's predictions (pred_learned and the
+   * plan-learned policy); NULL = none. */
+  const lm_learned *learned;
   int workers[8]; /* worker counts enumerated; 0 ends.  Default: 1, 2, 4,
                      ... up to lm_cores_available(), and 2 at least */
   lm_timing_opts timing;       /* protocol of the oracle measurement */
@@ -575,6 +628,9 @@ typedef struct lm_evaluate_options {
   lm_isa cross_isa;
   const char *profile; /* the one target's profile file; NULL: the cache,
                           else calibrate and cache */
+  /* A learned correction (lm_learned_save's file) of the first target's
+   * profile: the plan-learned policy.  NULL: none. */
+  const char *learned;
   int quick;           /* quick calibration and the quick protocol */
   int fresh;           /* ignore the records of an earlier run */
   int all_splits;      /* no split pruning (lm_eval_opts.all_splits) */
