@@ -96,8 +96,8 @@ static int kernel_index(Data *d, const char *name) {
   return d->nkern++;
 }
 
-/* The rows of case ci; *used 0 when it gives none (ragged rows, nothing
- * timed). */
+/* Append the rows of case ci (none for ragged rows, a noisy case or a
+ * case with nothing timed, which are counted in res). */
 static lm_status case_rows(const lm_learn_opts *o, const lm_eval_case *c,
                            int ci, Data *d, lm_learn_result *res,
                            lm_error *err) {
@@ -223,12 +223,12 @@ done:
   return st;
 }
 
-/* The rows of kernel kern (all when -1), grouped by case (rows are
- * appended case by case, so their order already groups them). */
+/* The rows of kernel kern, grouped by case (rows are appended case by
+ * case, so their order already groups them). */
 static int rows_of(const Data *d, int kern, int *idx) {
   int n = 0;
   for (int r = 0; r < d->n; r++)
-    if (kern < 0 || d->row[r].kern == kern)
+    if (d->row[r].kern == kern)
       idx[n++] = r;
   return n;
 }
