@@ -29,20 +29,37 @@ static const char usage[] =
     "  --eta X      learning rate in (0, 1] (default 0.3)\n"
     "exit codes: 0 ok, 2 bad input, 3 I/O\n";
 
-/* Is case c one of a bundled held-out list's (the same kernel file and
- * shape)?  Training on it would make that set's figures not blind. */
-static int held_out(const lm_eval_case *c, const lm_cases *const *lists,
-                    int nlists) {
-  char a[PATH_MAX], b[PATH_MAX];
+/* The bundled held-out lists' (kernel file, R, C), kernel paths resolved
+ * once (set 1 and set 2, where they are found).  Training on one of them
+ * would make that set's figures not blind. */
+typedef struct Held {
+  char path[PATH_MAX];
+  int64_t R, C;
+} Held;
+
+static int held_load(const char *list, Held **out, int n) {
+  lm_cases cs = {0};
+  lm_error ignore = {0};
+  if (lm_cases_load(cli_data_path(list), &cs, &ignore) != LM_OK)
+    return n;
+  Held *h = realloc(*out, sizeof *h * (size_t)(n + cs.n));
+  if (h) {
+    *out = h;
+    for (int i = 0; i < cs.n; i++)
+      if (realpath(cs.c[i].kernel, h[n].path))
+        h[n].R = cs.c[i].R, h[n].C = cs.c[i].C, n++;
+  }
+  lm_cases_free(&cs);
+  return n;
+}
+
+static int held_out(const lm_eval_case *c, const Held *h, int nh) {
+  char a[PATH_MAX];
   if (!realpath(c->kernel, a))
     return 0;
-  for (int l = 0; l < nlists; l++)
-    for (int i = 0; lists[l] && i < lists[l]->n; i++) {
-      const lm_case *h = &lists[l]->c[i];
-      if (h->R == c->R && h->C == c->C && realpath(h->kernel, b) &&
-          strcmp(a, b) == 0)
-        return 1;
-    }
+  for (int i = 0; i < nh; i++)
+    if (h[i].R == c->R && h[i].C == c->C && strcmp(h[i].path, a) == 0)
+      return 1;
   return 0;
 }
 
@@ -154,23 +171,19 @@ int cmd_learn(int argc, char **argv) {
   lm_eval_case *cases = NULL;
   int n = 0;
   lm_learn_result res = {0};
-  lm_cases h1 = {0}, h2 = {0};
-  const lm_cases *lists[2] = {NULL, NULL};
+  Held *held = NULL;
+  int nheld = 0;
   lm_status st = lm_learned_opts_check(&o.model, &err);
   if (st == LM_OK)
     st = lm_profile_load(profile, &prof, NULL, &err);
   if (st == LM_OK)
     st = read_cases(files, nfiles, &cases, &n, &err);
-  /* the bundled held-out lists, where they are found */
-  lm_error ignore = {0};
-  if (st == LM_OK &&
-      lm_cases_load(cli_data_path("heldout/cases.json"), &h1, &ignore) == LM_OK)
-    lists[0] = &h1;
-  if (st == LM_OK &&
-      lm_cases_load(cli_data_path("heldout/set2/cases.json"), &h2, &ignore) == LM_OK)
-    lists[1] = &h2;
+  if (st == LM_OK) {
+    nheld = held_load("heldout/cases.json", &held, nheld);
+    nheld = held_load("heldout/set2/cases.json", &held, nheld);
+  }
   for (int i = 0; i < n && st == LM_OK; i++)
-    if (held_out(&cases[i], lists, 2))
+    if (held_out(&cases[i], held, nheld))
       st = lm_error_set(&err, LM_EINPUT,
                         "case %s (%s at %lldx%lld) is a held-out case: train "
                         "on the suite and validation cases only",
@@ -191,8 +204,7 @@ int cmd_learn(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     lm_eval_case_free(&cases[i]);
   free(cases);
-  lm_cases_free(&h1);
-  lm_cases_free(&h2);
+  free(held);
   lm_profile_free(prof);
   free(files);
   return st;

@@ -67,9 +67,6 @@ static int by_ns(const void *a, const void *b) {
 static lm_status correct(const char *path, const lm_kernel *k, const lm_shape *sh,
                          Ranked *rk, int n, lm_error *err) {
   lm_learned *l = NULL;
-  const char *names[LM_LEARNED_NFEAT];
-  for (int j = 0; j < LM_LEARNED_NFEAT; j++)
-    names[j] = lm_learned_row_name(j);
   double *x = malloc(sizeof *x * (size_t)(n ? n : 1) * LM_LEARNED_NFEAT);
   double *d = malloc(sizeof *d * (size_t)(n ? n : 1));
   lm_status s = LM_OK;
@@ -78,12 +75,9 @@ static lm_status correct(const char *path, const lm_kernel *k, const lm_shape *s
   else
     s = lm_learned_load(path, &l, err);
   if (s == LM_OK)
-    s = lm_learned_check_features(l, LM_LEARNED_NFEAT, names, err);
-  /* R is dim 0; C is whatever the shape bound the column symbol to */
-  int64_t C = k->col_sym >= 0 ? sh->dims[k->col_sym] : 1;
+    s = lm_learned_check_features(l, LM_LEARNED_NFEAT, lm_learned_row_names(), err);
   for (int i = 0; s == LM_OK && i < n; i++)
-    lm_learned_row(k, &rk[i].v, sh->dims[0], C, &rk[i].p,
-                   x + (size_t)i * LM_LEARNED_NFEAT);
+    lm_learned_row(k, &rk[i].v, sh, &rk[i].p, x + (size_t)i * LM_LEARNED_NFEAT);
   if (s == LM_OK)
     s = lm_learned_predict(l, x, n, d, err);
   for (int i = 0; s == LM_OK && i < n; i++)

@@ -18,7 +18,6 @@
  * fields and the shape.  Names are stable: a trained model stores them
  * and lm_learned_load refuses a model whose names differ. */
 #include <math.h>
-#include <stdio.h>
 
 #include "lanemap/learned.h"
 
@@ -32,30 +31,30 @@
   X("workers") X("split") X("per_worker") X("math") X("fp") X("log_r")      \
   X("log_c") X("elem_bytes") X("nloops") X("nstores") X("ragged")
 
+/* Every name, fixed at compile time: "n_<term>", "share_<term>", then the
+ * extra ones. */
+#define COUNT_NAME(id, name, doc) "n_" name,
+#define SHARE_NAME(id, name, doc) "share_" name,
 #define NAME(s) s,
-static const char *const extra_names[] = {EXTRA(NAME)};
+static const char *const names[] = {LM_TERMS(COUNT_NAME) LM_TERMS(SHARE_NAME)
+                                        EXTRA(NAME)};
+#undef COUNT_NAME
+#undef SHARE_NAME
 #undef NAME
 
-_Static_assert(sizeof extra_names / sizeof extra_names[0] == 32,
-               "LM_LEARNED_NFEAT counts 32 features after the per-term ones");
+_Static_assert(sizeof names / sizeof names[0] == LM_LEARNED_NFEAT,
+               "LM_LEARNED_NFEAT counts the per-term features and 32 more");
 
 const char *lm_learned_row_name(int i) {
-  static char names[2 * LM_T__COUNT][40];
-  if (i < 0 || i >= LM_LEARNED_NFEAT)
-    return NULL;
-  if (i >= 2 * LM_T__COUNT)
-    return extra_names[i - 2 * LM_T__COUNT];
-  char *n = names[i];
-  if (!n[0]) /* filled once; the same text every time (thread-compatible) */
-    snprintf(n, sizeof names[0], "%s_%s", i < LM_T__COUNT ? "n" : "share",
-             lm_term_name((lm_term)(i % LM_T__COUNT)));
-  return n;
+  return i >= 0 && i < LM_LEARNED_NFEAT ? names[i] : NULL;
 }
+
+const char *const *lm_learned_row_names(void) { return names; }
 
 static double lg(double x) { return x > 0 ? log(x) : 0; }
 
-void lm_learned_row(const lm_kernel *k, const lm_variant *v, int64_t R,
-                    int64_t C, const lm_prediction *p, double *x) {
+void lm_learned_row(const lm_kernel *k, const lm_variant *v, const lm_shape *s,
+                    const lm_prediction *p, double *x) {
   const lm_features *f = &p->f;
   double ns = p->ns > 0 ? p->ns : 1;
   int i = 0;
@@ -89,8 +88,8 @@ void lm_learned_row(const lm_kernel *k, const lm_variant *v, int64_t R,
   x[i++] = v->split == LM_SPLIT_DYNAMIC ? v->per_worker : 0;
   x[i++] = v->math;
   x[i++] = v->fp;
-  x[i++] = lg((double)R);
-  x[i++] = lg((double)C);
+  x[i++] = lg((double)s->dims[0]);
+  x[i++] = lg((double)lm_shape_c(k, s));
   x[i++] = k->elem == LM_F64 ? 8 : 4;
   x[i++] = k->nloops;
   x[i++] = k->nstores;

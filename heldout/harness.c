@@ -356,7 +356,7 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
       goto done;
     ev->predicted = p.ns;
     if (lx)
-      lm_learned_row(ek->k, v, c->R, c->C, &p, lx + (size_t)i * LM_LEARNED_NFEAT);
+      lm_learned_row(ek->k, v, &sh, &p, lx + (size_t)i * LM_LEARNED_NFEAT);
     for (int t = 0; t < run->nterms && t < LM_T__COUNT; t++)
       ev->terms[t] = p.term_ns[t];
     ev->pred_roofline = roofline_ns(&cal, &p.f, v);
@@ -371,10 +371,8 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
     }
   }
   if (lx) { /* corrected = analytic * exp(delta), lm_learned_apply */
-    const char *names[LM_LEARNED_NFEAT];
-    for (int j = 0; j < LM_LEARNED_NFEAT; j++)
-      names[j] = lm_learned_row_name(j);
-    if ((st = lm_learned_check_features(o->learned, LM_LEARNED_NFEAT, names, err)) !=
+    if ((st = lm_learned_check_features(o->learned, LM_LEARNED_NFEAT,
+                                        lm_learned_row_names(), err)) !=
             LM_OK ||
         (st = lm_learned_predict(o->learned, lx, ek->nv, delta, err)) != LM_OK)
       goto done;

@@ -137,7 +137,7 @@ static lm_status case_rows(const lm_learn_opts *o, const lm_eval_case *c,
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto done;
     }
-    lm_learned_row(k, &v, c->R, c->C, &p, d->x + (size_t)d->n * LM_LEARNED_NFEAT);
+    lm_learned_row(k, &v, &sh, &p, d->x + (size_t)d->n * LM_LEARNED_NFEAT);
     d->y[d->n] = log(ev->measured / p.ns);
     d->row[d->n] = (Row){ci, kern, ev->measured, p.ns};
     d->n++;
@@ -198,9 +198,6 @@ static lm_status train(const lm_learn_opts *o, const Data *d, int out,
     return lm_error_set(err, LM_EINPUT, "learn: no training rows");
   double *x = malloc(sizeof *x * (size_t)m * LM_LEARNED_NFEAT);
   double *y = malloc(sizeof *y * (size_t)m), *w = malloc(sizeof *w * (size_t)m);
-  const char *names[LM_LEARNED_NFEAT];
-  for (int i = 0; i < LM_LEARNED_NFEAT; i++)
-    names[i] = lm_learned_row_name(i);
   lm_status st = LM_OK;
   if (!x || !y || !w) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
@@ -215,7 +212,8 @@ static lm_status train(const lm_learn_opts *o, const Data *d, int out,
     w[j] = d->w[r];
     j++;
   }
-  st = lm_learned_train(&o->model, x, m, LM_LEARNED_NFEAT, y, w, names, model, err);
+  st = lm_learned_train(&o->model, x, m, LM_LEARNED_NFEAT, y, w,
+                        lm_learned_row_names(), model, err);
 done:
   free(x);
   free(y);

@@ -55,6 +55,11 @@ static lm_dim col_dim(const lm_kernel *k, int *param) {
   return k->ncols;
 }
 
+int64_t lm_shape_c(const lm_kernel *k, const lm_shape *s) {
+  int param;
+  return lm_dim_eval(col_dim(k, &param), s);
+}
+
 /* Parse a decimal int64 at *p (digits only); 0 on success. */
 static int parse_i64(const char **p, int64_t *out) {
   const char *s = *p;

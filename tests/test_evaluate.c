@@ -394,9 +394,6 @@ Test(evaluate, bad_options_exit_2_naming_the_option) {
 Test(evaluate, a_learned_correction_is_reported_as_its_own_policy) {
   enum { M = 64 };
   static double x[M * LM_LEARNED_NFEAT], y[M];
-  const char *names[LM_LEARNED_NFEAT];
-  for (int j = 0; j < LM_LEARNED_NFEAT; j++)
-    names[j] = lm_learned_row_name(j);
   for (int i = 0; i < M; i++) {
     for (int j = 0; j < LM_LEARNED_NFEAT; j++)
       x[i * LM_LEARNED_NFEAT + j] = (i * 31 + j * 7) % 13;
@@ -404,7 +401,8 @@ Test(evaluate, a_learned_correction_is_reported_as_its_own_policy) {
   }
   lm_learned *l = NULL;
   lm_error err = {0};
-  cr_assert_eq(lm_learned_train(NULL, x, M, LM_LEARNED_NFEAT, y, NULL, names, &l, &err),
+  cr_assert_eq(lm_learned_train(NULL, x, M, LM_LEARNED_NFEAT, y, NULL,
+                                lm_learned_row_names(), &l, &err),
                LM_OK, "%s", err.msg);
   char model[600], out[600], path[700];
   snprintf(model, sizeof model, "%s", run_tmp("learned.json"));

@@ -114,6 +114,8 @@ Test(learn, rows_have_their_names_and_apply_clamps) {
     for (int j = 0; j < i; j++)
       cr_expect_str_neq(n, lm_learned_row_name(j), "features %d and %d share a name", i, j);
   }
+  for (int i = 0; i < LM_LEARNED_NFEAT; i++)
+    cr_expect_eq(lm_learned_row_names()[i], lm_learned_row_name(i));
   cr_expect_null(lm_learned_row_name(LM_LEARNED_NFEAT));
   cr_expect_null(lm_learned_row_name(-1));
   cr_expect_float_eq(lm_learned_apply(100, 0), 100, 1e-12);
@@ -121,6 +123,38 @@ Test(learn, rows_have_their_names_and_apply_clamps) {
   cr_expect_float_eq(lm_learned_apply(100, 50), 100 * exp(LM_LEARNED_MAX_LOG), 1e-6);
   cr_expect_float_eq(lm_learned_apply(100, -50), 100 * exp(-LM_LEARNED_MAX_LOG), 1e-9);
   cr_expect_float_eq(lm_learned_apply(100, NAN), 100, 1e-12);
+}
+
+/* A row states the shape as the suite writes it: RoPE at 4 x 66 has C = 66
+ * (the buffer's 2*H), not H = 33, whoever bound the shape. */
+Test(learn, a_row_states_r_and_c_as_the_suite_writes_them) {
+  lm_kernel *k = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_kernel_load(LANEMAP_SOURCE_DIR "/kernels/rope.lk", &k, &err), LM_OK,
+               "%s", err.msg);
+  lm_shape a, b;
+  cr_assert_eq(lm_shape_bind(k, 4, 66, NULL, &a, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_shape_parse(k, "4,66", &b, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(lm_shape_c(k, &a), 66);
+  lm_profile *prof = profile();
+  lm_variant v;
+  cr_assert_eq(lm_variant_parse("x86-64-v3/w8/l8/t1", &v, &err), LM_OK, "%s", err.msg);
+  lm_prediction p;
+  cr_assert_eq(lm_cost_predict(prof, k, &v, &a, &p, &err), LM_OK, "%s", err.msg);
+  double xa[LM_LEARNED_NFEAT], xb[LM_LEARNED_NFEAT];
+  lm_learned_row(k, &v, &a, &p, xa);
+  lm_learned_row(k, &v, &b, &p, xb);
+  int ir = -1, ic = -1;
+  for (int i = 0; i < LM_LEARNED_NFEAT; i++) {
+    ir = strcmp(lm_learned_row_name(i), "log_r") == 0 ? i : ir;
+    ic = strcmp(lm_learned_row_name(i), "log_c") == 0 ? i : ic;
+    cr_expect_eq(xa[i], xb[i], "feature %s", lm_learned_row_name(i));
+  }
+  cr_assert(ir >= 0 && ic >= 0);
+  cr_expect_float_eq(xa[ir], log(4), 1e-12);
+  cr_expect_float_eq(xa[ic], log(66), 1e-12);
+  lm_profile_free(prof);
+  lm_kernel_free(k);
 }
 
 Test(learn, learns_a_residual_every_kernel_shares) {

@@ -233,6 +233,9 @@ lm_status lm_shape_bind(const lm_kernel *k, int64_t R, int64_t C,
 lm_status lm_shape_parse(const lm_kernel *k, const char *text, lm_shape *out,
                          lm_error *err);
 int64_t lm_dim_eval(lm_dim d, const lm_shape *s);
+/* C of a bound shape as a suite writes it: the second dim of the kernel's
+ * first 2-D buffer (or the column domain), the C lm_shape_bind took. */
+int64_t lm_shape_c(const lm_kernel *k, const lm_shape *s);
 /* Number of elements of parameter p under shape s (1 for scalars). */
 int64_t lm_param_count(const lm_kernel *k, int p, const lm_shape *s);
 size_t lm_dtype_size(lm_dtype t);

@@ -137,13 +137,14 @@ void lm_learned_free(lm_take lm_learned *l);
 #define LM_LEARNED_MAX_LOG 3.0
 
 /* The name of feature i (stable: a trained model stores them), NULL out of
- * range. */
+ * range; and all LM_LEARNED_NFEAT of them, in order (static strings). */
 const char *lm_learned_row_name(int i);
-/* The row x[LM_LEARNED_NFEAT] of variant v of kernel k at shape R x C, from
- * the analytic prediction p of it (lm_cost_predict: its features, terms
- * and time). */
+const char *const *lm_learned_row_names(void);
+/* The row x[LM_LEARNED_NFEAT] of variant v of kernel k at the bound shape
+ * s (R and C as lm_shape_c gives them), from the analytic prediction p of
+ * it (lm_cost_predict: its features, terms and time). */
 void lm_learned_row(lm_keep const lm_kernel *k, lm_keep const lm_variant *v,
-                    int64_t R, int64_t C, lm_keep const lm_prediction *p,
+                    lm_keep const lm_shape *s, lm_keep const lm_prediction *p,
                     double *x);
 /* analytic_ns * exp(delta), delta clamped to +-LM_LEARNED_MAX_LOG; a
  * non-finite delta leaves the analytic time. */
