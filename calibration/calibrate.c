@@ -54,6 +54,15 @@ typedef struct Verdict {
   int nfam;
 } Verdict;
 
+/* One term on trial (term_trials): its leave-one-family-out scores with
+ * and without it, and the verdict. */
+#define NTRIAL 2
+typedef struct Trial {
+  lm_term t;
+  double with, without;
+  int kept;
+} Trial;
+
 typedef struct Item {
   Run *r;
   int size;
@@ -344,9 +353,9 @@ static double known_share(const double *known, const double *row) {
  * round)? */
 static int left_out(double share, double ns) { return share > KNOWN_SHARE_MAX * ns; }
 
-static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr,
-                     double *lo, double *hi, const double *known, int *measured,
-                     double *model_err, lm_error *err) {
+static lm_status fit(Run *runs, int n, const lm_calib_opts *o, int light,
+                     lm_fit_result *fr, double *lo, double *hi, const double *known,
+                     int *measured, double *model_err, lm_error *err) {
   double *A, *b, *spread;
   int *group;
   int m = build_design(runs, n, &A, &b, &spread, &group);
@@ -407,8 +416,10 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   fo.seed = o->seed;
   /* resamples and reweighting rounds within the time budgets (each of the
    * bootstrap and leave-one-out refits repeats the Huber rounds) */
-  fo.bootstrap = o->quick ? 30 : 100;
+  fo.bootstrap = light ? 0 : o->quick ? 30 : 100;
   fo.huber_max_iter = o->quick ? 20 : 30;
+  if (light) /* a cross-validation refit needs the coefficients only */
+    fo.loo = 0;
   /* a first fit, weighted by the spreads alone, measures the model error;
    * the fit proper weights every row by its spread and that error */
   lm_fit_opts first = fo;
@@ -449,8 +460,11 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
     }
     for (int j = 0; j < nc; j++) {
       int t = cols[j];
-      fr->theta[t] = cr.theta[j], fr->p5[t] = cr.p5[j], fr->p50[t] = cr.p50[j];
-      fr->p95[t] = cr.p95[j], fr->flag[t] = cr.flag[j];
+      fr->theta[t] = cr.theta[j], fr->flag[t] = cr.flag ? cr.flag[j] : LM_FIT_PLAUSIBLE;
+      /* a light fit has no bootstrap: its percentiles are the value */
+      fr->p5[t] = cr.p5 ? cr.p5[j] : cr.theta[j];
+      fr->p50[t] = cr.p50 ? cr.p50[j] : cr.theta[j];
+      fr->p95[t] = cr.p95 ? cr.p95[j] : cr.theta[j];
       for (int r = 0; r < cr.nboot; r++)
         fr->boot[r * LM_T__COUNT + t] = cr.boot[r * nc + j];
     }
@@ -460,6 +474,94 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, lm_fit_result *fr
   }
   free(Ac), free(bp), free(wp), free(gp), free(kn), free(keep);
   free(A), free(b), free(spread), free(group);
+  return s;
+}
+
+/* ---- terms on trial ------------------------------------------------------
+ * A term added for a known cause of error (masked instructions, register
+ * pressure) is kept only if leave-one-family-out cross-validation on the
+ * calibration's own rows says it helps: each family's rows are predicted
+ * by a fit of the other families, with and without the term, and the
+ * term stays when the mean over families of the mean |log(predicted /
+ * measured)| drops by at least TRIAL_MARGIN of itself.  A term that does
+ * not help is fixed at 0 (known), so that the model the profile prices
+ * with is the one the cross-validation chose.  Terms are tried one after
+ * another, each against the model the earlier trials left. */
+static const lm_term trial_terms[NTRIAL] = {LM_T_MASKI, LM_T_SPILL};
+#define TRIAL_MARGIN 0.01
+
+/* The leave-one-family-out score of the model with `known` fixed terms. */
+static lm_status lofo_score(Run *runs, int n, const lm_calib_opts *o, double *lo,
+                            double *hi, const double *known, double *score,
+                            lm_error *err) {
+  Run *sub = malloc(sizeof *sub * (size_t)(n > 0 ? n : 1));
+  const char **fams = malloc(sizeof *fams * (size_t)(n > 0 ? n : 1));
+  if (!sub || !fams) {
+    free(sub), free(fams);
+    return lm_error_set(err, LM_ESYS, "calibrate: out of memory");
+  }
+  int nf = 0;
+  for (int i = 0; i < n; i++) {
+    int seen = runs[i].b->mixed;
+    for (int f = 0; f < nf && !seen; f++)
+      seen = strcmp(fams[f], runs[i].b->family) == 0;
+    if (!seen)
+      fams[nf++] = runs[i].b->family;
+  }
+  double total = 0;
+  int scored = 0;
+  lm_status s = LM_OK;
+  for (int f = 0; f < nf && s == LM_OK; f++) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+      if (strcmp(runs[i].b->family, fams[f]) != 0)
+        sub[m++] = runs[i];
+    lm_fit_result fr = {0};
+    int measured[LM_T__COUNT];
+    double merr;
+    s = fit(sub, m, o, 1, &fr, lo, hi, known, measured, &merr, err);
+    if (s != LM_OK)
+      break;
+    double e = 0;
+    int rows = 0;
+    for (int i = 0; i < n; i++) {
+      if (runs[i].b->mixed || strcmp(runs[i].b->family, fams[f]) != 0)
+        continue;
+      for (int z = 0; z < 2; z++) {
+        double row[LM_T__COUNT], pred = 0;
+        design_row(&runs[i].f[z], row);
+        for (int t = 0; t < LM_T__COUNT; t++)
+          pred += fr.theta[t] * row[t];
+        pred = fmax(pred, 1e-3 * runs[i].ns[z]);
+        e += fabs(log(pred / runs[i].ns[z])), rows++;
+      }
+    }
+    lm_fit_result_free(&fr);
+    if (rows)
+      total += e / rows, scored++;
+  }
+  free(sub), free(fams);
+  *score = scored ? total / scored : 0;
+  return s;
+}
+
+static lm_status term_trials(Run *runs, int n, const lm_calib_opts *o, double *lo,
+                             double *hi, double *known, Trial *trials, int *dropped,
+                             lm_error *err) {
+  *dropped = 0;
+  double base;
+  lm_status s = lofo_score(runs, n, o, lo, hi, known, &base, err);
+  for (int i = 0; i < NTRIAL && s == LM_OK; i++) {
+    lm_term t = trial_terms[i];
+    double was = known[t], without;
+    known[t] = 0;
+    s = lofo_score(runs, n, o, lo, hi, known, &without, err);
+    trials[i] = (Trial){t, base, without, base < without * (1 - TRIAL_MARGIN)};
+    if (trials[i].kept)
+      known[t] = was;
+    else
+      base = without, ++*dropped;
+  }
   return s;
 }
 
@@ -502,7 +604,7 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
                             const double *hi, const int *measured,
                             const lm_fingerprint *fp, const Verdict *v,
                             double model_err, const double *known, double J,
-                            lm_profile **out,
+                            const Trial *trials, int ntrials, lm_profile **out,
                             lm_error *err) {
   lm_profile *p = lm_profile_new(lm_isa_name(o->isa),
                                  o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL, err);
@@ -519,6 +621,15 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
   if (isfinite(known[LM_T_FORK]))
     cJSON_AddNumberToObject(extra, "fork_ns", known[LM_T_FORK]);
   cJSON_AddNumberToObject(extra, "join_ns", J);
+  cJSON *tt = cJSON_AddArrayToObject(extra, "term_trials");
+  for (int i = 0; i < ntrials; i++) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "term", lm_term_name(trials[i].t));
+    cJSON_AddNumberToObject(r, "lofo_with", trials[i].with);
+    cJSON_AddNumberToObject(r, "lofo_without", trials[i].without);
+    cJSON_AddBoolToObject(r, "kept", trials[i].kept);
+    cJSON_AddItemToArray(tt, r);
+  }
   for (int t = 0; t < LM_T__COUNT; t++) {
     double c, l, h;
     const char *unit;
@@ -707,7 +818,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   }
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
-    s = fit(runs, n, o, &fr, lo, hi, known, measured, &merr, err);
+    s = fit(runs, n, o, 0, &fr, lo, hi, known, measured, &merr, err);
   if (s == LM_OK && fr.nflagged > 0 && !o->quick) {
     /* re-measure once with longer samples before flagging (full mode; the
      * quick mode flags at once, to stay within its time budget) */
@@ -715,13 +826,23 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     memset(&fr, 0, sizeof fr);
     s = measure(runs, n, o, samples + 2, sample_ms * 2, &verdict, err);
     if (s == LM_OK)
-      s = fit(runs, n, o, &fr, lo, hi, known, measured, &merr, err);
+      s = fit(runs, n, o, 0, &fr, lo, hi, known, measured, &merr, err);
+  }
+  /* the terms on trial: one that leave-one-family-out cross-validation
+   * does not find helpful is fixed at 0, and the fit is redone */
+  Trial trials[NTRIAL];
+  int dropped = 0, ntrials = o->keep_terms ? 0 : NTRIAL;
+  if (s == LM_OK && ntrials)
+    s = term_trials(runs, n, o, lo, hi, known, trials, &dropped, err);
+  if (s == LM_OK && dropped) {
+    lm_fit_result_free(&fr);
+    memset(&fr, 0, sizeof fr);
+    s = fit(runs, n, o, 0, &fr, lo, hi, known, measured, &merr, err);
   }
   progress(o, n + 2, total, "fit");
   if (s == LM_OK)
     s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr,
-                   known, join,
-                   out, err);
+                   known, join, trials, ntrials, out, err);
   progress(o, total, total, "profile");
   lm_fit_result_free(&fr);
   free(verdict.fam);

@@ -49,6 +49,13 @@ static const struct {
     {LM_T_HREDX, 2, "ns/step"},      {LM_T_WIDE, 0.5, "ns/op"},
     {LM_T_WCALL, 10, "ns/call"},
     {LM_T_STEP, 1, "ns/step"},       {LM_T_MSTEP, 3, "ns/step"},
+    /* a masked instruction beyond its unmasked form: AVX-512's merge
+     * masking adds a dependency on the destination, not an operation
+     * (uops.info), AVX2 blends its result (one more op): half a cycle
+     * between the two.  A spill is an L1 store and its reload an L1 load,
+     * about a cycle each (the store port, and a reload's latency mostly
+     * hidden by the loop's other work) */
+    {LM_T_MASKI, 0.5, "ns/op"},      {LM_T_SPILL, 1, "ns/op"},
     {LM_T_PACKET, 10, "ns/packet"},  {LM_T_CALL, 15, "ns/call"},
     {LM_T_TASK, 60, "ns/claim"},      {LM_T_FORK, 3000, "ns/launch"},
     {LM_T_B_L2, 1.0 / 32, "ns/byte"},

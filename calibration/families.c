@@ -54,6 +54,22 @@ static const char src_alu[] =
     "kernel valu(x: f32[R, C], b: f32[R, C]) -> (y: f32[R, C]) {\n"
     "  xs = x[r, :]\n  bs = b[r, :]\n"
     "  y[r, :] = fma(xs, bs, xs * 0.5 + bs * 0.25 - xs * bs)\n}\n";
+/* Register pressure: a row sum of exp keeps its accumulators across the
+ * call (stored and reloaded at each); eight sums keep 32 accumulators
+ * live; a transposed block of three row buffers keeps 3 W columns live. */
+static const char src_expsum[] =
+    "kernel sp_expsum(x: f32[R, C] in(-4, 4)) -> (s: f32[R]) {\n"
+    "  s[r] = sum(exp(x[r, :]))\n}\n";
+static const char src_moments[] =
+    "kernel sp_moments(x: f32[R, C], b: f32[R, C]) -> (s1: f32[R], s2: f32[R],\n"
+    "    s3: f32[R], s4: f32[R], s5: f32[R], s6: f32[R], s7: f32[R], s8: f32[R]) {\n"
+    "  xs = x[r, :]\n  bs = b[r, :]\n"
+    "  s1[r] = sum(xs)\n  s2[r] = sum(bs)\n  s3[r] = sum(xs * bs)\n"
+    "  s4[r] = sum(xs * xs)\n  s5[r] = sum(bs * bs)\n  s6[r] = sum(xs + bs)\n"
+    "  s7[r] = sum(xs - bs)\n  s8[r] = sum(xs * 0.5 + bs)\n}\n";
+static const char src_fma3[] =
+    "kernel sp_fma3(a: f32[R, C], b: f32[R, C], z: f32[R, C]) -> (y: f32[R, C]) {\n"
+    "  y[r, :] = a[r, :] * b[r, :] + z[r, :]\n}\n";
 /* Composition check: several terms at once, predicted by the fitted
  * coefficients and compared with the measurement (not fitted). */
 static const char src_mix_norm[] =
@@ -223,6 +239,61 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
   add(&l, "predicate_load_tail", "predication", src_load, local, 2048, 2 * W + 3);
   snprintf(m, sizeof m, "w%d/l1/glob=transpose/phase=reread/t1", W);
   add(&l, "priv_reread_program", "private", src_priv, m, l1R, l1C);
+
+  /* masked tail steps at C = kW - 1 and kW + 1 (one masked step of W - 1
+   * lanes or of one lane after k full steps), at each register width the
+   * ISA has, on a copy (masked load and store), a row sum (masked load)
+   * and the ALU kernel (many instructions under the mask): mask_step and
+   * mask_ins apart from the full steps' terms */
+  {
+    int Wn0 = lm_isa_lanes(isa, LM_F32, 0);
+    int widths[2] = {W, Wn0 > 0 && Wn0 < W ? Wn0 : 0};
+    const int ks[2] = {1, 4};
+    for (int wi = 0; wi < 2 && widths[wi]; wi++)
+      for (int ki = 0; ki < (quick ? 1 : 2); ki++)
+        for (int d = -1; d <= 1; d += 2) {
+          int w = widths[wi];
+          int64_t C = (int64_t)ks[ki] * w + d;
+          snprintf(m, sizeof m, "w%d/l%d/t1", w, w);
+          snprintf(name, sizeof name, "tail_copy_w%d_c%lld", w, (long long)C);
+          add(&l, name, "tail", src_copy, m, rows_for(c->l1 / 3, C, 2, W), C);
+          snprintf(name, sizeof name, "tail_load_w%d_c%lld", w, (long long)C);
+          add(&l, name, "tail", src_load, m, rows_for(c->l1 / 3, C, 1, W), C);
+          snprintf(name, sizeof name, "tail_alu_w%d_c%lld", w, (long long)C);
+          add(&l, name, "tail", src_alu, m, rows_for(c->l1 / 3, C, 3, W), C);
+        }
+  }
+
+  /* gathers, scatters, transposes and segments on short rows (C from 3 to
+   * 33; the global family's are 64 columns): per-packet and per-step costs
+   * that long rows amortise */
+  {
+    static const int64_t shortC[4] = {3, 7, 17, 33};
+    for (int i = 0; i < 4; i++) {
+      int64_t C = shortC[i];
+      if (quick && (i == 1 || i == 3))
+        continue;
+      int64_t R = rows_for(c->l1 / 3, C, 2, W);
+      snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", W);
+      snprintf(name, sizeof name, "short_gather_c%lld", (long long)C);
+      add(&l, name, "short_rows", src_copy, m, R, C);
+      snprintf(m, sizeof m, "w%d/l1/glob=transpose/t1", W);
+      snprintf(name, sizeof name, "short_transpose_c%lld", (long long)C);
+      add(&l, name, "short_rows", src_copy, m, R, C);
+      snprintf(m, sizeof m, "w%d/l%d/glob=transpose/t1", W, W / 4);
+      snprintf(name, sizeof name, "short_segment_c%lld", (long long)C);
+      add(&l, name, "short_rows", src_copy, m, R, C);
+    }
+  }
+
+  /* register pressure: spills across math calls, from many accumulators
+   * and from the columns of a transposed block */
+  add(&l, "spill_expsum", "spill", src_expsum, local, rows_for(c->l1 / 3, 256, 1, W), 256);
+  add(&l, "spill_moments", "spill", src_moments, local, rows_for(c->l1 / 3, 256, 2, W), 256);
+  snprintf(m, sizeof m, "w%d/l1/glob=transpose/t1", W);
+  add(&l, "spill_block3", "spill", src_fma3, m, rows_for(c->l1 / 3, 64, 4, W), 64);
+  snprintf(m, sizeof m, "w%d/l%d/glob=transpose/t1", W, W / 4);
+  add(&l, "spill_segment3", "spill", src_fma3, m, rows_for(c->l1 / 3, 64, 4, W), 64);
 
   /* mask density: ragged rows under program mapping, prefix and random */
   const double dens[4] = {0, 0.125, 0.5, 1};

@@ -21,7 +21,7 @@
 
 static const char usage[] =
     "usage: lanemap calibrate [--quick | --full] [--isa I] [--out F.json] [--json]\n"
-    "                         [--accept-noisy] [--cache-dir D]\n"
+    "                         [--accept-noisy] [--cache-dir D] [--keep-terms]\n"
     "  Run the micro-benchmark families through the backend, fit per-ISA costs,\n"
     "  write the profile (default: the cache, see docs/profile.md).\n"
     "  --quick         the quick suite (default), about 15 s\n"
@@ -34,6 +34,8 @@ static const char usage[] =
     "  --accept-noisy  write the profile even when its timing was noisy (flagged\n"
     "                  inside); without it a noisy profile goes to F.noisy.json\n"
     "                  and is not the machine's profile (also LANEMAP_ACCEPT_NOISY=1)\n"
+    "  --keep-terms    keep the terms on trial (mask_ins, spill) without\n"
+    "                  cross-validating them; needs --out (never cached)\n"
     "exit codes: 0 ok, 1 noisy calibration not accepted, 2 bad input,\n"
     "  3 cannot write the profile\n";
 
@@ -90,6 +92,14 @@ void cli_print_profile(const lm_profile *p, double seconds) {
   }
   printf("overlap (t = max + overlap*min): %.2f\n",
          cJSON_GetNumberValue(cJSON_GetObjectItem(x, "overlap")));
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(x, "term_trials")) {
+    double w = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "lofo_with"));
+    double wo = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "lofo_without"));
+    printf("term on trial %-10s leave-one-family-out error %.1f%% with it, "
+           "%.1f%% without: %s\n",
+           cJSON_GetStringValue(cJSON_GetObjectItem(c, "term")), 100 * w, 100 * wo,
+           cJSON_IsTrue(cJSON_GetObjectItem(c, "kept")) ? "kept" : "fixed at 0");
+  }
   cJSON_Delete(x);
 }
 
@@ -157,6 +167,8 @@ int cmd_calibrate(int argc, char **argv) {
       json = r = 1;
     else if (cli_arg_flag(a, "--accept-noisy"))
       accept = r = 1;
+    else if (cli_arg_flag(a, "--keep-terms"))
+      o.keep_terms = r = 1;
     else
       return cli_usage_error(usage, "calibrate", "unexpected argument '%s'", a);
     if (r < 0)
@@ -165,6 +177,10 @@ int cmd_calibrate(int argc, char **argv) {
   lm_error err = {0};
   if (lm_isa_parse(isa, &o.isa, &err) != LM_OK)
     return cli_usage_error(usage, "calibrate", "%s", err.msg);
+  if (o.keep_terms && !out)
+    return cli_usage_error(usage, "calibrate",
+                           "--keep-terms needs --out F.json: a profile whose terms "
+                           "were not tried is never cached as the machine's");
   char path[1024], wrote[1100] = "";
   int cache = !out;
   if (!out) {

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "lanemap/backend.h"
+#include "lanemap/costmodel.h"
 
 static const char usage[] =
     "usage: lanemap emit KERNEL --variant V [--ir | --asm | --counts] [--json]\n"
@@ -39,7 +40,8 @@ static const char usage[] =
   X(gather) X(scatter) X(blend) X(math_calls) X(div_lanes) X(hreduce)
 static const char *part_names[LM_COUNT_PARTS] = {"main", "rest", "tail", "packet"};
 
-static void print_counts(const char *variant, const lm_counts *c, double ms, int json) {
+static void print_counts(const char *variant, const lm_counts *c, double ms,
+                         double model_spills, int json) {
   if (json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "schema", "lanemap.counts/1");
@@ -48,6 +50,7 @@ static void print_counts(const char *variant, const lm_counts *c, double ms, int
 #define ADD(f) cJSON_AddNumberToObject(j, #f, c->f);
     COUNT_FIELDS(ADD)
 #undef ADD
+    cJSON_AddNumberToObject(j, "model_spills", model_spills);
     if (c->emit_fallbacks)
       cJSON_AddStringToObject(j, "fallback_reason", c->fallback_reason);
     cJSON *parts = cJSON_AddObjectToObject(j, "parts");
@@ -73,6 +76,8 @@ static void print_counts(const char *variant, const lm_counts *c, double ms, int
 #define ROW(f) printf("  %-26s %d\n", #f, c->f);
   COUNT_FIELDS(ROW)
 #undef ROW
+  printf("  %-26s %.0f (the cost model's estimate of asm_spills + asm_reloads)\n",
+         "model_spills", model_spills);
   printf("  sites by part (summed over loops; vectors of W lanes, gathers in lanes):\n"
          "  %-10s", "part");
 #define HEAD(f) printf(" %s", #f);
@@ -158,8 +163,11 @@ int cmd_emit(int argc, char **argv) {
         fputs(lm_compiled_ir(c), stdout);
       else if (as)
         fputs(lm_compiled_asm(c), stdout);
-      else
-        print_counts(name, lm_compiled_counts(c), lm_compiled_ms(c), json);
+      else {
+        double ms = 0;
+        if ((s = lm_cost_static_spills(k, &v, &ms, &err)) == LM_OK)
+          print_counts(name, lm_compiled_counts(c), lm_compiled_ms(c), ms, json);
+      }
     }
   }
   if (s != LM_OK)

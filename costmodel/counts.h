@@ -67,4 +67,21 @@ void lm_cost_counts_bytes(const lm_cost_counts *pl, const lm_shape *s,
                           const lm_caches *caches, const lm_sched_steps *st,
                           double lv[3], double *total, double *footprint);
 
+/* Register pressure of one step of loop `loop` in part `part`
+ * (costmodel/pressure.c): ev is the step's emission order, node ids as
+ * computed and -1-id where a reduction, snapshot write or store takes a
+ * value.  Returns the estimated spill and reload instructions of one step
+ * (the `spill` term); out (may be NULL) gets the live values behind it. */
+typedef struct lm_pressure {
+  double accumulators; /* reductions x U, live across the loop */
+  double uniforms;     /* row-uniform values the tiles use (constants aside) */
+  double block;        /* transposed block columns: W per row buffer */
+  double temporaries;  /* peak live values of the step itself */
+  double live;         /* their sum, in registers (wide values take several) */
+  double registers;    /* the target's vector registers */
+  double spills;       /* spill and reload instructions per step */
+} lm_pressure;
+double lm_cost_spills(const lm_schedule *s, int loop, int part, const int *ev, int nev,
+                      lm_pressure *out);
+
 #endif

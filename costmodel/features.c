@@ -75,7 +75,9 @@ typedef struct Cx {
   const lm_schedule *s;
   int W, L, G, snapshot, loop, masked;
   lm_sched_mode mode;
+  int part;
   unsigned char *seen;
+  int *ev, nev; /* the step's emission order (costmodel/pressure.c) */
   int spans[64][2], nspans;
   double *n;
   double *gb;        /* [buffer] elements gathered or scattered from rows */
@@ -241,6 +243,7 @@ static void tile(Cx *c, int id) {
   c->seen[id] = 1;
   if (c->snapshot && nd->snap && nd->level < c->loop) {
     priv_read(c, nd);
+    c->ev[c->nev++] = id;
     return;
   }
   switch (nd->op) {
@@ -253,8 +256,11 @@ static void tile(Cx *c, int id) {
     if (nd->c >= 0) tile(c, nd->c);
     op_cost(c, nd);
   }
-  if (c->snapshot && nd->snap && nd->level == c->loop)
+  c->ev[c->nev++] = id;
+  if (c->snapshot && nd->snap && nd->level == c->loop) {
     priv_write(c, nd);
+    c->ev[c->nev++] = -1 - id;
+  }
 }
 
 static int is_red(lm_op op) {
@@ -269,10 +275,12 @@ static void step_cost(Cx *c, double *out) {
   const lm_sched_loop *lp = &s->loop[c->loop];
   memset(c->seen, 0, (size_t)k->nnodes);
   c->nspans = 0;
+  c->nev = 0;
   c->n = out;
   for (int r = 0; r < lp->nred; r++) {
     const lm_node *nd = &k->nodes[s->reds[lp->red0 + r]];
     tile(c, nd->a);
+    c->ev[c->nev++] = -1 - nd->a;
     out[LM_T_VOP] += 1 + c->masked + (nd->op != LM_OP_RSUM ? 2 : 0) -
                      (c->masked ? 0 : fused(c, nd)); /* a masked sum selects first */
   }
@@ -283,6 +291,8 @@ static void step_cost(Cx *c, double *out) {
     int nv = grp->n, step = grp->step;
     for (int m = 0; m < nv; m++)
       tile(c, k->stores[s->members[grp->first + m]].value);
+    for (int m = 0; m < nv; m++)
+      c->ev[c->nev++] = -1 - k->stores[s->members[grp->first + m]].value;
     switch (c->mode) {
     case LM_SCHED_CONTIG:
       out[c->masked || nv < step ? LM_T_MASKSTORE : LM_T_VSTORE] += step;
@@ -306,6 +316,7 @@ static void step_cost(Cx *c, double *out) {
   out[c->masked ? LM_T_MSTEP : LM_T_STEP] += 1;
   if (c->masked)
     out[LM_T_VOP] += 2; /* lane columns and the compare */
+  out[LM_T_SPILL] += lm_cost_spills(s, c->loop, c->part, c->ev, c->nev, NULL);
 }
 
 /* Which levels serve the bytes of a working set of ws bytes.  A level of
@@ -341,6 +352,7 @@ static void part_costs(Cx *c, lm_cost_counts *pl) {
   for (int l = 0; l < s->nloops; l++)
     for (int p = LM_PART_MAIN; p <= LM_PART_TAIL; p++) {
       c->loop = l;
+      c->part = p;
       c->mode = s->part[p].mode;
       c->masked = s->part[p].masked;
       c->gb = gb[p];
@@ -393,9 +405,11 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
   pl->nloops = k->nloops;
   pl->ncols = k->ncols;
   c.seen = calloc((size_t)(k->nnodes > 0 ? k->nnodes : 1), 1);
+  c.ev = malloc(sizeof *c.ev * (size_t)(3 * k->nnodes + k->nstores + 8));
   int *bufof = malloc(sizeof *bufof * (size_t)(k->nparams > 0 ? k->nparams : 1));
-  if (!c.seen || !bufof) {
+  if (!c.seen || !c.ev || !bufof) {
     free(c.seen);
+    free(c.ev);
     free(bufof);
     lm_schedule_free(&sch);
     return lm_error_set(err, LM_ESYS, "cost model: out of memory");
@@ -404,6 +418,10 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
     bufof[p] = k->params[p].kind == LM_PARAM_BUFFER ? b++ : -1;
   c.bufof = bufof;
   part_costs(&c, pl);
+  /* a masked step's instructions, each priced beyond its unmasked form
+   * (mask_ins): the same instructions wide512 counts */
+  for (int i = 0; i < LM_COST_NWIDE_INS; i++)
+    pl->step_tail[LM_T_MASKI] += pl->step_tail[lm_cost_wide_ins[i]];
   for (int l = 0; l < sch.nloops; l++)
     pl->nred += sch.loop[l].nred;
   packet_costs(&c, pl);
@@ -443,6 +461,7 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
     nsnap += sch.loop[l].nsnap;
   pl->privrow = (double)nsnap * c.W * (double)lm_dtype_size(k->elem);
   free(c.seen);
+  free(c.ev);
   free(bufof);
   lm_schedule_free(&sch);
   return LM_OK;
@@ -627,5 +646,17 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
   if (lm_cost_counts_build(k, v, &pl, err) != LM_OK)
     return LM_EINPUT;
   lm_cost_counts_eval(&pl, s, caches, rows, out);
+  return LM_OK;
+}
+
+lm_status lm_cost_static_spills(const lm_kernel *k, const lm_variant *v,
+                                double *out, lm_error *err) {
+  *out = 0;
+  lm_cost_counts pl;
+  if (lm_cost_counts_build(k, v, &pl, err) != LM_OK)
+    return LM_EINPUT;
+  *out = pl.copies[LM_PART_MAIN] * pl.step_main[LM_T_SPILL] +
+         pl.copies[LM_PART_REST] * pl.step_rest[LM_T_SPILL] +
+         pl.copies[LM_PART_TAIL] * pl.step_tail[LM_T_SPILL];
   return LM_OK;
 }

@@ -258,6 +258,13 @@ Test(bad_input, bad_variant_strings_exit_2_naming_the_variant_and_field_once) {
   run_free(&r);
 }
 
+/* A profile whose terms were not tried is never the machine's. */
+Test(bad_input, untried_terms_need_an_explicit_file) {
+  Run r = RUN("calibrate", "--quick", "--keep-terms");
+  expect_refused(r, 2, "--keep-terms needs --out F.json", "keep-terms to the cache");
+  run_free(&r);
+}
+
 /* AArch64 targets: code is compiled here, never run or timed here. */
 Test(bad_input, aarch64_targets_are_compiled_here_but_never_run_or_calibrated) {
   Run r = RUN("run", RMS, "--shape", "4,8", "--variant",

@@ -16,6 +16,9 @@ typedef struct lm_calib_opts {
   lm_isa isa;
   int quick;      /* quick mode: fewer sizes and shorter samples */
   uint64_t seed;  /* input generator and bootstrap seed */
+  /* 1: keep every term on trial without cross-validating it (research:
+   * the terms' effect elsewhere, docs/calibration.md "Terms on trial") */
+  int keep_terms;
   /* Called after each step; `what` names it.  May be NULL. */
   void (*progress)(void *ctx, int done, int total, const char *what);
   void *progress_ctx;

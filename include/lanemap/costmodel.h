@@ -53,8 +53,10 @@ extern "C" {
   X(HREDX, "hreduce_cross", "butterfly stages that cross 128-bit lanes (extra)") \
   X(WIDE, "wide512", "vector instructions wider than a register: zmm, NEON pairs (extra)") \
   X(WCALL, "wide_call", "vector math calls wider than a register (extra)")      \
+  X(SPILL, "spill", "estimated vector spills and reloads (register pressure)")   \
   X(STEP, "step", "unmasked loop steps (index math and branch)")                \
   X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
+  X(MASKI, "mask_ins", "vector instructions of masked tail steps (extra)")       \
   X(PACKET, "packet", "packets (per-packet setup and reduction finalisation)")  \
   X(CALL, "call", "entry calls (one per task, or one inline launch)")           \
   X(TASK, "task", "pool claims, a batch of tasks each (workers > 1)")          \
@@ -122,6 +124,13 @@ lm_status lm_cost_features(const lm_kernel *k, const lm_variant *v,
                            const lm_shape *s, const lm_caches *caches,
                            const lm_rowstats *rows, lm_features *out,
                            lm_error *err);
+
+/* The spill and reload instructions the model estimates in the code of
+ * k x v (the `spill` term's count of each part's steps times the steps
+ * the part emits, summed over the column loops): what `lanemap emit
+ * --counts` sets beside the spills and reloads of the assembly. */
+lm_status lm_cost_static_spills(const lm_kernel *k, const lm_variant *v,
+                                double *out, lm_error *err);
 
 /* ---- prediction -------------------------------------------------------
  *
