@@ -54,9 +54,9 @@ typedef struct Verdict {
   int nfam;
 } Verdict;
 
-/* One term on trial (term_trials): its leave-one-family-out scores with
- * and without it, and the verdict. */
-#define NTRIAL 2
+/* One term on trial (term_trials, lm_term_on_trial): its
+ * leave-one-family-out scores with and without it, and the verdict. */
+#define NTRIAL LM_T__COUNT
 typedef struct Trial {
   lm_term t;
   double with, without;
@@ -487,7 +487,6 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, int light,
  * not help is fixed at 0 (known), so that the model the profile prices
  * with is the one the cross-validation chose.  Terms are tried one after
  * another, each against the model the earlier trials left. */
-static const lm_term trial_terms[NTRIAL] = {LM_T_MASKI, LM_T_SPILL};
 #define TRIAL_MARGIN 0.01
 
 /* The leave-one-family-out score of the model with `known` fixed terms. */
@@ -545,19 +544,22 @@ static lm_status lofo_score(Run *runs, int n, const lm_calib_opts *o, double *lo
   return s;
 }
 
+/* Tries every term on trial; *ntrials gets how many were tried. */
 static lm_status term_trials(Run *runs, int n, const lm_calib_opts *o, double *lo,
-                             double *hi, double *known, Trial *trials, int *dropped,
-                             lm_error *err) {
-  *dropped = 0;
+                             double *hi, double *known, Trial *trials, int *ntrials,
+                             int *dropped, lm_error *err) {
+  *dropped = *ntrials = 0;
   double base;
   lm_status s = lofo_score(runs, n, o, lo, hi, known, &base, err);
-  for (int i = 0; i < NTRIAL && s == LM_OK; i++) {
-    lm_term t = trial_terms[i];
+  for (int t = 0; t < LM_T__COUNT && s == LM_OK; t++) {
+    if (!lm_term_on_trial(t))
+      continue;
     double was = known[t], without;
     known[t] = 0;
     s = lofo_score(runs, n, o, lo, hi, known, &without, err);
-    trials[i] = (Trial){t, base, without, base < without * (1 - TRIAL_MARGIN)};
-    if (trials[i].kept)
+    Trial *tr = &trials[(*ntrials)++];
+    *tr = (Trial){t, base, without, base < without * (1 - TRIAL_MARGIN)};
+    if (tr->kept)
       known[t] = was;
     else
       base = without, ++*dropped;
@@ -831,9 +833,9 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   /* the terms on trial: one that leave-one-family-out cross-validation
    * does not find helpful is fixed at 0, and the fit is redone */
   Trial trials[NTRIAL];
-  int dropped = 0, ntrials = o->keep_terms ? 0 : NTRIAL;
-  if (s == LM_OK && ntrials)
-    s = term_trials(runs, n, o, lo, hi, known, trials, &dropped, err);
+  int dropped = 0, ntrials = 0;
+  if (s == LM_OK && !o->keep_terms)
+    s = term_trials(runs, n, o, lo, hi, known, trials, &ntrials, &dropped, err);
   if (s == LM_OK && dropped) {
     lm_fit_result_free(&fr);
     memset(&fr, 0, sizeof fr);

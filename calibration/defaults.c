@@ -75,6 +75,8 @@ void lm_term_default(lm_term t, double *coef, double *lo, double *hi,
   *coef = 0, *lo = 0, *hi = INFINITY, *unit = "ns";
 }
 
+int lm_term_on_trial(lm_term t) { return t == LM_T_MASKI || t == LM_T_SPILL; }
+
 void lm_calib_defaults(lm_calib_opts *o) {
   memset(o, 0, sizeof *o);
   o->isa = LM_ISA_HOST;
@@ -149,6 +151,8 @@ lm_status lm_profile_default(lm_isa isa, lm_profile **out, lm_error *err) {
     lm_profile_term pt = {0};
     pt.name = lm_term_name(t);
     default_for(isa, t, &pt);
+    if (lm_term_on_trial(t)) /* untried: not in the uncalibrated model */
+      pt.coef = 0;
     pt.p5 = pt.p50 = pt.p95 = pt.coef;
     if (lm_profile_add_term(p, &pt, err) != LM_OK) {
       lm_profile_free(p);

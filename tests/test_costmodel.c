@@ -615,3 +615,29 @@ Test(counts, the_spill_estimate_ranks_variants_as_the_assembly_does, .timeout = 
   cr_expect_gt(rho, 0.7, "rank correlation %.2f over %d variants", rho, n);
   cr_expect_eq(false_alarms, 0, "spills estimated where the assembly has none");
 }
+
+Test(calibration, the_uncalibrated_defaults_hold_the_terms_on_trial_at_zero) {
+  /* an untried term is not part of the uncalibrated model (settling
+   * breaks near ties by its predictions); its named default stays the
+   * fit's prior */
+  lm_profile *p = NULL;
+  lm_error err = {0};
+  cr_assert_eq(lm_profile_default(LM_ISA_AVX512, &p, &err), LM_OK, "%s", err.msg);
+  lm_coefs c;
+  cr_assert_eq(lm_coefs_from_profile(p, &c, &err), LM_OK, "%s", err.msg);
+  int tried = 0;
+  for (int t = 0; t < LM_T__COUNT; t++) {
+    double d, lo, hi;
+    const char *u;
+    lm_term_default(t, &d, &lo, &hi, &u);
+    if (lm_term_on_trial(t)) {
+      tried++;
+      cr_expect_eq(c.theta[t], 0, "%s", lm_term_name(t));
+      cr_expect_gt(d, 0, "%s keeps a prior", lm_term_name(t));
+    } else {
+      cr_expect_eq(c.theta[t], d, "%s", lm_term_name(t));
+    }
+  }
+  cr_expect_eq(tried, 2, "mask_ins and spill");
+  lm_profile_free(p);
+}

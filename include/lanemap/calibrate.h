@@ -65,6 +65,12 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_give lm_profile **out,
 void lm_term_default(lm_term t, double *coef, double *lo, double *hi,
                      const char **unit);
 
+/* The terms on trial (mask_ins, spill: docs/calibration.md, "Terms on
+ * trial"): a calibration keeps each only when its leave-one-family-out
+ * cross-validation says it helps, and the uncalibrated defaults hold them
+ * at 0 (their named default is the fit's prior, not a price). */
+int lm_term_on_trial(lm_term t);
+
 /* The uncalibrated default profile: every coefficient a named default
  * (see calibration/defaults.c), for the "default profile" baseline. */
 lm_status lm_profile_default(lm_isa isa, lm_give lm_profile **out,
