@@ -235,7 +235,7 @@ def test_relaxed_variants_are_offered_only_when_asked(rmsnorm):
 def test_constants_keep_their_types():
     assert lanemap.lib.LM_BOOTSTRAP_SEED == 0x6c616e656d6170
     assert isinstance(lanemap.lib.LM_BOOTSTRAP_SEED, int)
-    assert lanemap.lib.LM_SETTLE_ALPHA == 0.05
+    assert lanemap.lib.LM_SETTLE_ALPHA == 0.2
 
 
 def test_compiled_facts(rmsnorm):
