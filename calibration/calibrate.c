@@ -353,6 +353,29 @@ static double known_share(const double *known, const double *row) {
  * round)? */
 static int left_out(double share, double ns) { return share > KNOWN_SHARE_MAX * ns; }
 
+/* The rows the bootstrap keeps in every resample (fixed[0..m+nc)): the
+ * prior rows after the m benchmark rows, which are not measurements, and
+ * every row of a benchmark that alone measures one of the nc fitted
+ * columns of Ac (among the rows kept in the fit).  Resampling such a
+ * benchmark away leaves its term to the prior (or to 0 once the prior row
+ * goes too), so each provider's math routine, measured by one benchmark,
+ * would show a spread from 0 to its value (docs/calibration.md, "Bootstrap
+ * strata"). */
+static void sole_measures(int m, int nc, const double *Ac, const int *group,
+                          const char *keep, unsigned char *fixed) {
+  for (int j = 0; j < nc; j++) {
+    fixed[m + j] = 1;
+    int g = -1, many = 0;
+    for (int i = 0; i < m && !many; i++)
+      if (keep[i] && Ac[(size_t)i * nc + j] != 0) {
+        many = g >= 0 && group[i] != g;
+        g = group[i];
+      }
+    for (int i = 0; g >= 0 && !many && i < m; i++)
+      fixed[i] |= group[i] == g;
+  }
+}
+
 static lm_status fit(Run *runs, int n, const lm_calib_opts *o, int light,
                      lm_fit_result *fr, double *lo, double *hi, const double *known,
                      int *measured, double *model_err, lm_error *err) {
@@ -393,6 +416,12 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, int light,
   double *Ac = calloc((size_t)mp * (size_t)nc, sizeof *Ac);
   double *bp = malloc(sizeof *bp * (size_t)mp), *wp = malloc(sizeof *wp * (size_t)mp);
   int *gp = malloc(sizeof *gp * (size_t)mp);
+  unsigned char *fixed = calloc((size_t)(mp > 0 ? mp : 1), 1);
+  if (!Ac || !bp || !wp || !gp || !fixed) {
+    free(Ac), free(bp), free(wp), free(gp), free(fixed), free(kn), free(keep);
+    free(A), free(b), free(spread), free(group);
+    return lm_error_set(err, LM_ESYS, "fit: out of memory");
+  }
   double loc[LM_T__COUNT], hic[LM_T__COUNT];
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < nc; j++)
@@ -408,9 +437,11 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, int light,
   }
   for (int j = 0; j < nc; j++)
     loc[j] = lo[cols[j]], hic[j] = hi[cols[j]];
+  sole_measures(m, nc, Ac, gp, keep, fixed);
   lm_fit_opts fo;
   lm_fit_defaults(&fo);
   fo.group = gp;
+  fo.fixed = fixed;
   fo.lo = loc;
   fo.hi = hic;
   fo.seed = o->seed;
@@ -472,7 +503,7 @@ static lm_status fit(Run *runs, int n, const lm_calib_opts *o, int light,
   } else {
     lm_fit_result_free(&cr);
   }
-  free(Ac), free(bp), free(wp), free(gp), free(kn), free(keep);
+  free(Ac), free(bp), free(wp), free(gp), free(fixed), free(kn), free(keep);
   free(A), free(b), free(spread), free(group);
   return s;
 }

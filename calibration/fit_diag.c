@@ -448,17 +448,28 @@ static lm_status lm_fit_bootstrap(lm_fit_ctx *c, const int *unit, int nunits,
                                   lm_fit_result *out, lm_error *err) {
   int m = c->m, n = c->n, B = c->o->bootstrap;
   int *count = calloc((size_t)nunits, sizeof *count);
+  int *pool = malloc((size_t)nunits * sizeof *pool);
+  unsigned char *isfixed = calloc((size_t)nunits, 1);
   double *col = malloc((size_t)B * sizeof *col);
   lm_status rc = LM_OK;
-  if (!count || !col) {
+  if (!count || !pool || !isfixed || !col) {
     rc = lm_error_set(err, LM_ESYS, "fit: out of memory");
     goto error;
   }
+  /* fixed units (a fixed row in them) count once in every resample; the
+   * others are drawn, as many as there are, from among themselves */
+  for (int i = 0; c->o->fixed && i < m; i++)
+    isfixed[unit[i]] |= c->o->fixed[i] != 0;
+  int npool = 0;
+  for (int u = 0; u < nunits; u++)
+    if (!isfixed[u])
+      pool[npool++] = u;
   uint64_t state = c->o->seed;
   for (int r = 0; r < B; r++) {
-    memset(count, 0, (size_t)nunits * sizeof *count);
-    for (int a = 0; a < nunits; a++)
-      count[lm_fit_rand_below(&state, nunits)]++;
+    for (int u = 0; u < nunits; u++)
+      count[u] = isfixed[u];
+    for (int a = 0; a < npool; a++)
+      count[pool[lm_fit_rand_below(&state, npool)]]++;
     for (int i = 0; i < m; i++)
       c->freq[i] = count[unit[i]];
     int iters, conv;
@@ -482,6 +493,8 @@ static lm_status lm_fit_bootstrap(lm_fit_ctx *c, const int *unit, int nunits,
   out->nboot = B;
 error:
   free(count);
+  free(pool);
+  free(isfixed);
   free(col);
   return rc;
 }

@@ -538,6 +538,41 @@ Test(fit, group_bootstrap_with_one_row_per_group_is_the_row_bootstrap) {
   lm_fit_result_free(&groups);
 }
 
+/* Rows 0..M-2 measure coefficients 0 and 1; the last row alone measures
+ * coefficient 2 (like one provider's math routine in calibration). */
+static void fit_sole(const unsigned char *fixed, lm_fit_result *r) {
+  enum { M = 30, N = 3 };
+  double A[M * N] = {0}, b[M], w[M];
+  for (int i = 0; i < M - 1; i++)
+    A[i * N] = 1 + i % 7, A[i * N + 1] = 1 + (i * 5) % 11;
+  A[(M - 1) * N] = 2, A[(M - 1) * N + 2] = 4;
+  bench_times(71, M, N, A, (double[N]){1, 3, 9}, 0.02, b, w);
+  lm_fit_opts o = quiet_opts();
+  o.bootstrap = 100;
+  o.seed = 5;
+  o.fixed = fixed;
+  lm_error err = {0};
+  cr_assert_eq(lm_fit(&o, M, N, A, b, w, r, &err), LM_OK, "%s", err.msg);
+}
+
+Test(fit, a_fixed_row_stays_in_every_resample) {
+  unsigned char fixed[30] = {0};
+  fixed[29] = 1;
+  lm_fit_result free_rows, strata;
+  fit_sole(NULL, &free_rows);
+  fit_sole(fixed, &strata);
+  /* resampled away in about a third of the resamples, the one row leaves
+   * coefficient 2 at 0 there: a spread no measurement showed */
+  cr_assert_eq(free_rows.p5[2], 0.0);
+  cr_assert_gt(strata.p5[2], 0.8 * strata.theta[2], "p5 %g, theta %g",
+               strata.p5[2], strata.theta[2]);
+  cr_assert_lt(strata.p95[2], 1.2 * strata.theta[2]);
+  /* the other rows are still resampled */
+  cr_assert_lt(strata.p5[1], strata.p95[1]);
+  lm_fit_result_free(&free_rows);
+  lm_fit_result_free(&strata);
+}
+
 /* ---- plausibility
  * --------------------------------------------------------------- */
 

@@ -73,13 +73,20 @@ typedef struct lm_fit_opts {
    * leaves out a whole benchmark at a time, and the bootstrap resamples
    * benchmarks (all their rows together) instead of rows. */
   const int *group;
+  /* Optional, borrowed: [m] rows that are not a sample of anything, kept
+   * exactly once in every bootstrap resample (a stratum of their own):
+   * prior rows, or the one benchmark that alone measures a coefficient,
+   * whose absence would leave that coefficient to the prior or to 0 and
+   * report a spread no measurement showed.  A group with a fixed row is
+   * fixed as a whole; the other units are resampled among themselves. */
+  const unsigned char *fixed;
   /* Optional, borrowed: [n] plausible range of each coefficient; NULL or a
    * NaN entry means no bound on that side. */
   const double *lo, *hi;
 } lm_fit_opts;
 
 /* nnls_max_iter 0, huber_k 1.345, huber_max_iter 50, huber_tol 1e-6,
- * loo 1, bootstrap 200, seed 1, group/lo/hi NULL. */
+ * loo 1, bootstrap 200, seed 1, group/fixed/lo/hi NULL. */
 void lm_fit_defaults(lm_fit_opts *o);
 /* LM_EINPUT with a message naming the bad field, else LM_OK; n is the
  * number of coefficients (to check lo <= hi). */
