@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lanemap/calibrate.h"
 #include "lanemap/heldout.h"
 #include "lanemap/profile.h"
 
@@ -157,6 +158,143 @@ done:
   return st;
 }
 
+/* The calibration samples as training cases.  A profile keeps every
+ * benchmark's two sizes (N and 2N rows; the larger counts are 2N), and the
+ * benchmark list is rebuilt from the profile's ISA, mode and fingerprint's
+ * caches, as calibration built it.  Samples of one source at one shape
+ * form a case; only a case with two or more variants says something about
+ * a ranking (one row less its own mean is 0), so single ones are dropped.
+ * Ragged benchmarks are priced from their data's row lengths and are left
+ * out, as ragged suite cases are.  The analytic model was fitted on these
+ * very samples, so their residuals are in-sample: small, and smaller than
+ * a suite case's (docs/learned.md). */
+#define CALIB_KERNEL (-2) /* trained on in every fold, never scored */
+
+typedef struct CalRow {
+  const lm_calib_bench *b;
+  int64_t R;
+  double ns;
+} CalRow;
+
+static int same_case(const CalRow *a, const CalRow *b) {
+  return a->R == b->R && a->b->C == b->b->C &&
+         strcmp(a->b->source, b->b->source) == 0;
+}
+
+/* The benchmark's N and 2N samples: the one with the smaller counts is N. */
+static int bench_sizes(const lm_profile *p, const lm_calib_bench *b,
+                       CalRow *out) {
+  int nt = lm_profile_nterms(p), n = 0;
+  double sum[2] = {0, 0};
+  for (int i = 0; i < lm_profile_nsamples(p) && n < 2; i++) {
+    const lm_profile_sample *s = lm_profile_sample_at(p, i);
+    if (strcmp(s->bench, b->name) != 0 || !(s->min > 0))
+      continue;
+    for (int t = 0; t < nt; t++)
+      sum[n] += s->features[t];
+    out[n++] = (CalRow){b, b->R, s->min};
+  }
+  if (n == 2) {
+    int big = sum[1] >= sum[0];
+    out[big].R = 2 * b->R;
+    out[!big].R = b->R;
+  }
+  return n == 2 ? 2 : 0;
+}
+
+/* Append one calibration case (rows[0..n), one source and shape). */
+static lm_status calib_case(const lm_learn_opts *o, const CalRow *rows, int n,
+                            int ci, Data *d, lm_learn_result *res,
+                            lm_error *err) {
+  lm_kernel *k = NULL;
+  lm_status st = lm_kernel_parse("calibration", rows[0].b->source,
+                                 strlen(rows[0].b->source), &k, err);
+  if (st != LM_OK)
+    return st;
+  lm_shape sh;
+  int first = d->n, timed = 0;
+  if ((st = lm_shape_bind(k, rows[0].R, rows[0].b->C, NULL, &sh, err)))
+    goto done;
+  for (int i = 0; i < n; i++) {
+    lm_variant v;
+    lm_prediction p;
+    lm_error e = {0};
+    if (lm_variant_parse(rows[i].b->variant, &v, &e) != LM_OK ||
+        lm_variant_check(k, &v, &e) != LM_OK ||
+        lm_cost_predict(o->profile, k, &v, &sh, &p, &e) != LM_OK ||
+        !(p.ns > 0) || !isfinite(p.ns))
+      continue; /* a benchmark this target does not run */
+    if (!grow(d, d->n + 1)) {
+      st = lm_error_set(err, LM_ESYS, "out of memory");
+      goto done;
+    }
+    lm_learned_row(k, &v, &sh, &p, d->x + (size_t)d->n * LM_LEARNED_NFEAT);
+    d->y[d->n] = log(rows[i].ns / p.ns);
+    d->row[d->n] = (Row){ci, CALIB_KERNEL, rows[i].ns, p.ns};
+    d->n++;
+    timed++;
+  }
+  if (timed < 2) { /* nothing to rank */
+    d->n = first;
+    goto done;
+  }
+  double mean = 0;
+  for (int r = first; r < d->n; r++) {
+    d->w[r] = 1.0 / timed;
+    mean += d->y[r] / timed;
+  }
+  for (int r = first; r < d->n; r++)
+    d->y[r] -= mean;
+  res->calib_rows += timed;
+  res->calib_cases++;
+  res->ncases++;
+done:
+  lm_kernel_free(k);
+  return st;
+}
+
+static lm_status calib_cases(const lm_learn_opts *o, int c0, Data *d,
+                             lm_learn_result *res, lm_error *err) {
+  const lm_profile *p = o->profile;
+  lm_isa isa;
+  lm_status st = lm_isa_parse(lm_profile_get_isa(p), &isa, err);
+  if (st != LM_OK)
+    return st;
+  lm_caches cc;
+  lm_caches_from_fingerprint(lm_profile_get_fingerprint(p), &cc);
+  lm_calib_bench *b = NULL;
+  int nb = lm_calib_benches(isa, lm_profile_get_mode(p) == LM_PROFILE_QUICK,
+                            &cc, &b);
+  CalRow *rows = malloc(sizeof *rows * (size_t)(2 * (nb > 0 ? nb : 1)));
+  unsigned char *used = calloc((size_t)(2 * (nb > 0 ? nb : 1)), 1);
+  CalRow *set = malloc(sizeof *set * (size_t)(2 * (nb > 0 ? nb : 1)));
+  if (nb < 0 || !rows || !used || !set) {
+    st = lm_error_set(err, LM_ESYS, "out of memory");
+    goto done;
+  }
+  int n = 0;
+  for (int i = 0; i < nb; i++)
+    if (!b[i].mixed && !(b[i].density > 0))
+      n += bench_sizes(p, &b[i], rows + n);
+  int ci = c0;
+  for (int i = 0; i < n && st == LM_OK; i++) {
+    if (used[i])
+      continue;
+    int m = 0;
+    for (int j = i; j < n; j++)
+      if (!used[j] && same_case(&rows[i], &rows[j]))
+        used[j] = 1, set[m++] = rows[j];
+    if (m >= 2)
+      st = calib_case(o, set, m, ci++, d, res, err);
+  }
+done:
+  free(rows);
+  free(used);
+  free(set);
+  lm_calib_benches_free(b, nb);
+  return st;
+}
+
 /* Geomean regret and the RMS of log errors over the cases of rows idx[n]
  * (grouped by case) when each case picks the argmin of pred[j] (pred[j]
  * prices row idx[j]; the first on ties).  The log errors are taken within
@@ -274,6 +412,7 @@ static lm_status fold(const lm_learn_opts *o, const Data *d, int kern,
 void lm_learn_defaults(lm_learn_opts *o) {
   memset(o, 0, sizeof *o);
   lm_learned_defaults(&o->model);
+  o->calib = 0; /* chosen by cross-validation (docs/learned.md) */
 }
 
 lm_status lm_learn(const lm_learn_opts *o, const lm_eval_case *cases, int n,
@@ -285,6 +424,8 @@ lm_status lm_learn(const lm_learn_opts *o, const lm_eval_case *cases, int n,
   lm_status st = LM_OK;
   for (int i = 0; i < n && st == LM_OK; i++)
     st = case_rows(o, &cases[i], i, &d, out, err);
+  if (st == LM_OK && o->calib)
+    st = calib_cases(o, n, &d, out, err);
   out->rows = d.n;
   if (st == LM_OK && d.nkern < 2)
     st = lm_error_set(err, LM_EINPUT,
@@ -301,7 +442,7 @@ lm_status lm_learn(const lm_learn_opts *o, const lm_eval_case *cases, int n,
   }
   /* every fold's picks, pooled over the cases: the CV figures */
   double la = 0, ll = 0, ea = 0, el = 0;
-  int ncv = 0;
+  int ncv = 0, nrows = 0;
   for (int k = 0; st == LM_OK && k < d.nkern; k++) {
     lm_learn_fold *f = &out->folds[k];
     st = fold(o, &d, k, f, pa, pl, err);
@@ -313,12 +454,13 @@ lm_status lm_learn(const lm_learn_opts *o, const lm_eval_case *cases, int n,
     ea += f->rows * f->rms_analytic * f->rms_analytic;
     el += f->rows * f->rms_learned * f->rms_learned;
     ncv += f->cases;
+    nrows += f->rows;
   }
   if (st == LM_OK) {
     out->cv_geo_analytic = exp(la / ncv) - 1;
     out->cv_geo_learned = exp(ll / ncv) - 1;
-    out->cv_rms_analytic = sqrt(ea / d.n);
-    out->cv_rms_learned = sqrt(el / d.n);
+    out->cv_rms_analytic = sqrt(ea / nrows);
+    out->cv_rms_learned = sqrt(el / nrows);
     out->learned_better = out->cv_geo_learned < out->cv_geo_analytic;
     st = train(o, &d, -1, &out->model, err);
   }

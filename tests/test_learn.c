@@ -7,6 +7,10 @@
  *     predicted), the trees learn it: leave-one-kernel-out picks better
  *     than the analytic model and the log error shrinks; on cases the
  *     analytic model prices exactly, the correction stays near 1;
+ *   - the profile's calibration samples are training rows, one case per
+ *     source and shape timed under several variants, never scored: a
+ *     provider they time at twice its price is corrected, which the
+ *     records alone cannot teach;
  *   - one kernel is refused (nothing to leave out), and so are held-out
  *     cases and bad options on the command line, with exit 2. */
 #include "tests/support/run.h"
@@ -195,6 +199,108 @@ Test(learn, an_exact_model_needs_no_correction) {
                r.cv_rms_learned);
   lm_learn_result_free(&r);
   free_cases(cs, n);
+  lm_profile_free(prof);
+}
+
+/* Both sizes of every calibration benchmark the profile's mode and caches
+ * give, added to p as samples timed at the profile's prediction times
+ * truth(v); returns how many were added. */
+static int add_calib_samples(lm_profile *p, double (*truth)(const lm_variant *)) {
+  lm_caches cc;
+  lm_caches_from_fingerprint(lm_profile_get_fingerprint(p), &cc);
+  lm_calib_bench *b = NULL;
+  int nb = lm_calib_benches(LM_ISA_AVX2, 0, &cc, &b), added = 0;
+  cr_assert_gt(nb, 0);
+  double *f = calloc((size_t)lm_profile_nterms(p), sizeof *f);
+  for (int i = 0; i < nb; i++) {
+    lm_kernel *k = NULL;
+    lm_variant v;
+    lm_error err = {0};
+    if (b[i].mixed || b[i].density > 0 ||
+        lm_kernel_parse("calibration", b[i].source, strlen(b[i].source), &k,
+                        &err) != LM_OK ||
+        lm_variant_parse(b[i].variant, &v, &err) != LM_OK ||
+        lm_variant_check(k, &v, &err) != LM_OK) {
+      lm_kernel_free(k);
+      continue;
+    }
+    for (int s = 0; s < 2; s++) {
+      lm_shape sh;
+      lm_prediction pr;
+      cr_assert_eq(lm_shape_bind(k, b[i].R * (s + 1), b[i].C, NULL, &sh, &err),
+                   LM_OK, "%s", err.msg);
+      cr_assert_eq(lm_cost_predict(p, k, &v, &sh, &pr, &err), LM_OK, "%s", err.msg);
+      f[0] = (double)(b[i].R * (s + 1)); /* the larger size counts more */
+      double t = pr.ns * truth(&v);
+      lm_profile_sample smp = {b[i].name, b[i].family, f, t, t, 0.01, 1};
+      cr_assert_eq(lm_profile_add_sample(p, &smp, &err), LM_OK, "%s", err.msg);
+      added++;
+    }
+    lm_kernel_free(k);
+  }
+  free(f);
+  lm_calib_benches_free(b, nb);
+  return added;
+}
+
+static double mvec_slow(const lm_variant *v) { return v->math == LM_MATH_MVEC ? 2.0 : 1.0; }
+
+/* The learned correction of x86-64-v3 variant text on gelu_residual at
+ * 64x256, in logs. */
+static double correction(const lm_profile *p, const lm_learned *m, const char *text) {
+  lm_kernel *k = NULL;
+  lm_variant v;
+  lm_shape sh;
+  lm_prediction pr;
+  lm_error err = {0};
+  char full[512];
+  snprintf(full, sizeof full, "%s/kernels/gelu_residual.lk", LANEMAP_SOURCE_DIR);
+  cr_assert_eq(lm_kernel_load(full, &k, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_variant_parse(text, &v, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_shape_bind(k, 64, 256, NULL, &sh, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_cost_predict(p, k, &v, &sh, &pr, &err), LM_OK, "%s", err.msg);
+  double x[LM_LEARNED_NFEAT], d = 0;
+  lm_learned_row(k, &v, &sh, &pr, x);
+  cr_assert_eq(lm_learned_predict(m, x, 1, &d, &err), LM_OK, "%s", err.msg);
+  lm_kernel_free(k);
+  return d;
+}
+
+Test(learn, calibration_samples_teach_what_the_records_do_not_show) {
+  /* The records (rmsnorm and layernorm, no vector math) are priced
+   * exactly; the calibration samples time libmvec's routines at twice
+   * their price.  Only the samples can teach the trees that. */
+  lm_profile *prof = profile();
+  cr_assert_gt(add_calib_samples(prof, mvec_slow), 40);
+  lm_eval_case cs[4];
+  for (int i = 0; i < 4; i++)
+    cs[i] = make_case(prof, shapes[i].path, shapes[i].R, shapes[i].C, exact);
+  lm_learn_opts o = opts(prof);
+  lm_learn_result with, without;
+  lm_error err = {0};
+  cr_assert_eq(o.calib, 0, "off by default");
+  cr_assert_eq(lm_learn(&o, cs, 4, &without, &err), LM_OK, "%s", err.msg);
+  o.calib = 1;
+  cr_assert_eq(lm_learn(&o, cs, 4, &with, &err), LM_OK, "%s", err.msg);
+  cr_expect_geq(with.calib_cases, 4, "exp, erf, tanh and log each under three "
+                "providers: %d cases", with.calib_cases);
+  cr_expect_geq(with.calib_rows, 2 * with.calib_cases);
+  cr_expect_eq(with.ncases, 4 + with.calib_cases);
+  cr_expect_eq(without.calib_cases, 0);
+  cr_expect_eq(with.nfolds, 2, "calibration cases are not a fold");
+  cr_expect_float_eq(with.cv_geo_analytic, without.cv_geo_analytic, 1e-12,
+                     "calibration cases are never scored");
+  double sleef = correction(prof, with.model, "x86-64-v3/w8/l8/t1");
+  double mvec = correction(prof, with.model, "x86-64-v3/w8/l8/math=mvec/t1");
+  cr_expect_gt(mvec - sleef, log(1.5), "libmvec corrected by %g against SLEEF",
+               exp(mvec - sleef));
+  sleef = correction(prof, without.model, "x86-64-v3/w8/l8/t1");
+  mvec = correction(prof, without.model, "x86-64-v3/w8/l8/math=mvec/t1");
+  cr_expect_lt(fabs(mvec - sleef), log(1.2), "a correction from nothing: %g",
+               exp(mvec - sleef));
+  lm_learn_result_free(&with);
+  lm_learn_result_free(&without);
+  free_cases(cs, 4);
   lm_profile_free(prof);
 }
 

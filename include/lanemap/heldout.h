@@ -324,8 +324,16 @@ typedef struct lm_profile lm_profile;
 typedef struct lm_learn_opts {
   const lm_profile *profile; /* prices the rows (required) */
   lm_learned_opts model;     /* the trees' options */
+  /* 1: the profile's own calibration samples are training rows too, one
+   * case per benchmark source and shape timed under two or more variants
+   * (the math providers' routines, mappings of one copy); never left out
+   * nor scored by the cross-validation.  Default 0, chosen by that
+   * cross-validation on the suite (docs/learned.md: 6.2% with them, 4.2%
+   * without). */
+  int calib;
 } lm_learn_opts;
-void lm_learn_defaults(lm_learn_opts *o); /* no profile, lm_learned_defaults */
+/* no profile, lm_learned_defaults, calib 0 */
+void lm_learn_defaults(lm_learn_opts *o);
 
 /* One cross-validation fold: one kernel left out. */
 typedef struct lm_learn_fold {
@@ -341,6 +349,8 @@ typedef struct lm_learn_result {
   int rows, ncases;   /* rows and cases trained on */
   int skipped_ragged; /* cases of kernels with per-row lengths, left out */
   int skipped_noisy;  /* cases measured under interference, left out */
+  /* of rows and ncases, those of the profile's calibration samples (calib) */
+  int calib_rows, calib_cases;
   int nfolds;
   lm_learn_fold *folds;
   /* over every fold's cases */
