@@ -12,6 +12,10 @@
 #include "lanemap/calibrate.h"
 #include "lanemap/plan.h"
 
+/* the default share, as the header defines it */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char usage[] =
     "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
     "                    [--accept-noisy] [--threshold] [--robust | --point | --settle A]\n"
@@ -31,10 +35,11 @@ static const char usage[] =
     "                     refused, exit 1; also LANEMAP_ACCEPT_NOISY=1)\n"
     "  --threshold        dispatch by R thresholds (contiguous runs per variant)\n"
     "  --robust           minimise the worst case over the bootstrap profiles\n"
-    "  --settle A         within the model's uncertainty take the named defaults'\n"
-    "                     pick: a variant the bootstrap finds at least as fast\n"
-    "                     as the point best in a share >= A of its resamples is\n"
-    "                     a near tie (default 0.05; docs/solver.md)\n"
+    "  --settle A         decide near ties by a fixed rule (the fewest chunks per\n"
+    "                     worker, then the named defaults): a variant the\n"
+    "                     bootstrap finds at least as fast as the point best in\n"
+    "                     a share >= A of its resamples is a near tie (default\n"
+    "                     " STR(LM_SETTLE_ALPHA) "; docs/solver.md)\n"
     "  --point            decide on the point predictions alone (no settling)\n"
     "  --time-limit S     seconds for the whole solve (default 10)\n"
     "  --mip-gap G        relative gap at which a MIP stops (default 0)\n"
