@@ -97,6 +97,36 @@ static int kernel_index(Data *d, const char *name) {
   return d->nkern++;
 }
 
+/* Append one row: variant v of kernel k at shape sh, priced p, measured
+ * ns, of case ci and kernel kern; its target is log(measured / analytic)
+ * until close_case centres it.  0 when out of memory. */
+static int add_row(Data *d, const lm_kernel *k, const lm_variant *v,
+                   const lm_shape *sh, const lm_prediction *p, double measured,
+                   int ci, int kern) {
+  if (!grow(d, d->n + 1))
+    return 0;
+  lm_learned_row(k, v, sh, p, d->x + (size_t)d->n * LM_LEARNED_NFEAT);
+  d->y[d->n] = log(measured / p->ns);
+  d->row[d->n] = (Row){ci, kern, measured, p->ns};
+  d->n++;
+  return 1;
+}
+
+/* Rows first..d->n are one case: each weighs 1/n of it, and the case's
+ * own level (the mean of their targets), which a pick cannot use, is
+ * taken off.  Returns the rows. */
+static int close_case(Data *d, int first) {
+  int n = d->n - first;
+  double mean = 0;
+  for (int r = first; r < d->n; r++) {
+    d->w[r] = 1.0 / n;
+    mean += d->y[r] / n;
+  }
+  for (int r = first; r < d->n; r++)
+    d->y[r] -= mean;
+  return n;
+}
+
 /* Append the rows of case ci (none for ragged rows, a noisy case or a
  * case with nothing timed, which are counted in res). */
 static lm_status case_rows(const lm_learn_opts *o, const lm_eval_case *c,
@@ -117,7 +147,7 @@ static lm_status case_rows(const lm_learn_opts *o, const lm_eval_case *c,
     res->skipped_noisy++;
     goto done;
   }
-  int kern = kernel_index(d, k->name), first = d->n, timed = 0;
+  int kern = kernel_index(d, k->name), first = d->n;
   if (kern < 0) {
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
@@ -134,24 +164,12 @@ static lm_status case_rows(const lm_learn_opts *o, const lm_eval_case *c,
       goto done;
     if (!(p.ns > 0) || !isfinite(p.ns))
       continue;
-    if (!grow(d, d->n + 1)) {
+    if (!add_row(d, k, &v, &sh, &p, ev->measured, ci, kern)) {
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto done;
     }
-    lm_learned_row(k, &v, &sh, &p, d->x + (size_t)d->n * LM_LEARNED_NFEAT);
-    d->y[d->n] = log(ev->measured / p.ns);
-    d->row[d->n] = (Row){ci, kern, ev->measured, p.ns};
-    d->n++;
-    timed++;
   }
-  double mean = 0; /* the case's own level: what a pick cannot use */
-  for (int r = first; r < d->n; r++) {
-    d->w[r] = 1.0 / timed;
-    mean += d->y[r] / timed;
-  }
-  for (int r = first; r < d->n; r++)
-    d->y[r] -= mean;
-  if (timed > 0)
+  if (close_case(d, first) > 0)
     res->ncases++;
 done:
   lm_kernel_free(k);
@@ -212,7 +230,7 @@ static lm_status calib_case(const lm_learn_opts *o, const CalRow *rows, int n,
   if (st != LM_OK)
     return st;
   lm_shape sh;
-  int first = d->n, timed = 0;
+  int first = d->n;
   if ((st = lm_shape_bind(k, rows[0].R, rows[0].b->C, NULL, &sh, err)))
     goto done;
   for (int i = 0; i < n; i++) {
@@ -224,28 +242,16 @@ static lm_status calib_case(const lm_learn_opts *o, const CalRow *rows, int n,
         lm_cost_predict(o->profile, k, &v, &sh, &p, &e) != LM_OK ||
         !(p.ns > 0) || !isfinite(p.ns))
       continue; /* a benchmark this target does not run */
-    if (!grow(d, d->n + 1)) {
+    if (!add_row(d, k, &v, &sh, &p, rows[i].ns, ci, CALIB_KERNEL)) {
       st = lm_error_set(err, LM_ESYS, "out of memory");
       goto done;
     }
-    lm_learned_row(k, &v, &sh, &p, d->x + (size_t)d->n * LM_LEARNED_NFEAT);
-    d->y[d->n] = log(rows[i].ns / p.ns);
-    d->row[d->n] = (Row){ci, CALIB_KERNEL, rows[i].ns, p.ns};
-    d->n++;
-    timed++;
   }
-  if (timed < 2) { /* nothing to rank */
+  if (d->n - first < 2) { /* nothing to rank */
     d->n = first;
     goto done;
   }
-  double mean = 0;
-  for (int r = first; r < d->n; r++) {
-    d->w[r] = 1.0 / timed;
-    mean += d->y[r] / timed;
-  }
-  for (int r = first; r < d->n; r++)
-    d->y[r] -= mean;
-  res->calib_rows += timed;
+  res->calib_rows += close_case(d, first);
   res->calib_cases++;
   res->ncases++;
 done:
