@@ -111,7 +111,17 @@ lm_status lm_time_variants(const lm_kernel *k, lm_compiled *const *cs, int n,
     lm_variant_format(lm_compiled_variant(cs[i]), names[i], sizeof names[i]);
     items[i] = (lm_timed){names[i], timed_launch, &tl[i]};
   }
-  lm_status s = lm_time_compare(o, n, items, out, err);
+  /* the timing watches the pool the entries launch on (lm_timing_opts.pool):
+   * its verdict counts the workers' joins, and the pinned timing thread
+   * keeps them off its CPU */
+  lm_timing_opts t;
+  if (o)
+    t = *o;
+  else
+    lm_timing_defaults(&t);
+  if (!t.pool)
+    t.pool = pool ? pool : lm_pool_shared();
+  lm_status s = lm_time_compare(&t, n, items, out, err);
   free(args), free(tl), free(items), free(names);
   return s;
 }

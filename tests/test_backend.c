@@ -11,6 +11,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "lanemap/runtime.h"
+#include "lanemap/timing.h"
 #include "lanemap/verify.h"
 
 static char *path_of(const char *rel) {
@@ -279,6 +281,41 @@ Test(backend, multi_worker_launches_match_the_oracle) {
     lm_compiled_free(c);
   }
   lm_oracle_free(o);
+  lm_data_free(d);
+  lm_kernel_free(k);
+}
+
+/* lm_time_variants with no pool times the launches on the shared pool, and
+ * watches that pool: the verdict counts its workers' joins, and the pinned
+ * timing thread keeps them off its CPU (a worker left beside the timing
+ * thread joins a launch only when the scheduler preempts the caller, and a
+ * t2 variant then times as t1). */
+Test(backend, timing_variants_without_a_pool_watches_the_shared_pool) {
+  if (lm_pool_threads(lm_pool_shared()) < 1)
+    cr_skip_test("one CPU: the shared pool has no threads");
+  lm_kernel *k = load("kernels/rmsnorm.lk");
+  lm_shape sh;
+  lm_error err = {0};
+  cr_assert_eq(lm_shape_bind(k, 64, 256, NULL, &sh, &err), LM_OK, "%s", err.msg);
+  lm_data *d;
+  cr_assert_eq(lm_data_gen(k, &sh, 3, &d, &err), LM_OK);
+  lm_variant v;
+  cr_assert_eq(lm_variant_parse("host/w8/l8/phase=reread/t2/static", &v, &err),
+               LM_OK, "%s", err.msg);
+  lm_compiled *c;
+  cr_assert_eq(lm_compile(k, &v, NULL, &c, &err), LM_OK, "%s", err.msg);
+  lm_timing_opts to;
+  lm_timing_defaults(&to);
+  to.samples = 3;
+  to.sample_ms = 1;
+  to.warmup_ms = 1;
+  cr_assert_null(to.pool);
+  lm_timing_result tr = {0};
+  cr_assert_eq(lm_time_variants(k, &c, 1, d, NULL, &to, &tr, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_gt(tr.noise.wanted, 0, "the shared pool's launches were not watched");
+  lm_timing_result_free(&tr);
+  lm_compiled_free(c);
   lm_data_free(d);
   lm_kernel_free(k);
 }

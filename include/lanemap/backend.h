@@ -132,7 +132,9 @@ lm_status lm_compiled_launch(lm_keep const lm_compiled *c,
 
 /* Time compiled variants on the same data, interleaved, with the one
  * timing harness (DESIGN.md §8).  Samples are ns per launch over all R
- * instances of d. */
+ * instances of d.  The launches run on `pool` (NULL: the shared pool);
+ * unless o->pool names another, that pool is the one the timing watches
+ * and keeps off the pinned timing thread's CPU. */
 lm_status lm_time_variants(lm_keep const lm_kernel *k,
                            lm_keep lm_compiled *const *cs, int n,
                            lm_keep lm_data *d, lm_keep lm_pool *pool,
