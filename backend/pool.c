@@ -61,8 +61,10 @@
 typedef struct lm_pool_worker {
   _Alignas(LM_CACHE_LINE) _Atomic uint32_t wake; /* futex word, +1 per wake */
   _Atomic int parked; /* 1 while the worker is (about to be) asleep */
+  _Atomic uint32_t resumed; /* +1 each time the worker comes back from a park */
+  uint32_t warm_mark;       /* resumed when lm_pool_warm woke it */
   /* lm_pool_stats, written by this worker only */
-  _Atomic int64_t joined, late_ns;
+  _Atomic int64_t joined, late_ns, parks;
   /* LM_SCHED_STATIC: the generation of the launch whose block index+1 was
    * claimed, by this worker or by the caller taking it over */
   _Atomic uint64_t block;
@@ -98,6 +100,8 @@ struct lm_pool {
   int nthreads;
   int started; /* threads actually created (for cleanup) */
   int64_t spin_ns;
+  /* lm_pool_warm: idle workers keep spinning at least until this time */
+  _Atomic int64_t warm_until;
   int pin;
   lm_pool_worker *workers; /* [nthreads] */
 };
@@ -136,10 +140,11 @@ static void lm_pool_park_wait(lm_pool_worker *w, uint32_t seen) {
 #endif
 }
 
-/* Wakes w if it is parked; a worker that is spinning costs nothing. */
-static void lm_pool_park_wake(lm_pool_worker *w) {
+/* Wakes w if it is parked; a worker that is spinning costs nothing.
+ * Returns 1 if it woke w. */
+static int lm_pool_park_wake(lm_pool_worker *w) {
   if (!atomic_load(&w->parked) || !atomic_exchange(&w->parked, 0))
-    return;
+    return 0;
 #if LM_POOL_FUTEX
   atomic_fetch_add(&w->wake, 1);
   syscall(SYS_futex, (uint32_t *)&w->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
@@ -150,6 +155,7 @@ static void lm_pool_park_wake(lm_pool_worker *w) {
   pthread_cond_signal(&w->cv);
   pthread_mutex_unlock(&w->mu);
 #endif
+  return 1;
 }
 
 /* ---- running chunks ----------------------------------------------------- */
@@ -239,6 +245,14 @@ static int lm_pool_wants(const lm_pool_worker *w, uint64_t s) {
   return w->index < participants - 1;
 }
 
+/* Whether an idle worker whose own spin ends at deadline spins on: until
+ * the later of it and the pool's warm_until. */
+static int spin_on(lm_pool *p, int64_t deadline) {
+  int64_t now = lm_pool_clock_ns();
+  return now < deadline ||
+         now < atomic_load_explicit(&p->warm_until, memory_order_relaxed);
+}
+
 static void *lm_pool_worker_main(void *arg) {
   lm_pool_worker *w = arg;
   lm_pool *p = w->pool;
@@ -264,8 +278,7 @@ static void *lm_pool_worker_main(void *arg) {
       continue;
     }
     /* Reading the clock costs ~20 ns, so look at it every 64 pauses. */
-    if (p->spin_ns > 0 &&
-        ((++spins & 63) != 0 || lm_pool_clock_ns() < deadline)) {
+    if (p->spin_ns > 0 && ((++spins & 63) != 0 || spin_on(p, deadline))) {
       lm_pool_cpu_relax();
       continue;
     }
@@ -275,8 +288,12 @@ static void *lm_pool_worker_main(void *arg) {
       atomic_store(&w->parked, 0);
       continue;
     }
+    atomic_store_explicit(
+        &w->parks, atomic_load_explicit(&w->parks, memory_order_relaxed) + 1,
+        memory_order_relaxed);
     lm_pool_park_wait(w, seen);
     atomic_store(&w->parked, 0);
+    atomic_fetch_add(&w->resumed, 1);
     /* Woken for a job: spin a little before parking again. */
     deadline = lm_pool_clock_ns() + p->spin_ns;
   }
@@ -366,6 +383,7 @@ lm_pool *lm_pool_new_opts(const lm_pool_opts *o, lm_error *err) {
     lm_pool_worker *w = &p->workers[i];
     atomic_init(&w->wake, 0);
     atomic_init(&w->parked, 0);
+    atomic_init(&w->resumed, 0);
     atomic_init(&w->block, 0);
     w->index = i;
     w->pool = p;
@@ -537,6 +555,40 @@ lm_status lm_pool_launch_sched(lm_pool *p, lm_entry_fn fn, const void *args,
   return LM_OK;
 }
 
+int lm_pool_warm(lm_pool *p, int64_t max_wait_ns) {
+  if (!p || p->spin_ns <= 0 || p->started == 0)
+    return 0;
+  int64_t t0 = lm_pool_clock_ns();
+  /* spinning workers stay up for spin_ns from now, and a worker about to
+   * park sees this before it does */
+  atomic_store(&p->warm_until, t0 + p->spin_ns);
+  int late = 0;
+  pthread_mutex_lock(&p->launch_mu);
+  unsigned char woken[LM_POOL_WARM_BATCH];
+  for (int b = 0; b < p->started; b += LM_POOL_WARM_BATCH) {
+    int e = b + LM_POOL_WARM_BATCH < p->started ? b + LM_POOL_WARM_BATCH
+                                                : p->started;
+    for (int i = b; i < e; i++) {
+      lm_pool_worker *w = &p->workers[i];
+      w->warm_mark = atomic_load(&w->resumed);
+      woken[i - b] = (unsigned char)lm_pool_park_wake(w);
+    }
+    for (int i = b; i < e; i++) {
+      lm_pool_worker *w = &p->workers[i];
+      if (!woken[i - b])
+        continue;
+      while (atomic_load(&w->resumed) == w->warm_mark &&
+             lm_pool_clock_ns() - t0 < max_wait_ns)
+        lm_pool_cpu_relax();
+      late += atomic_load(&w->resumed) == w->warm_mark;
+    }
+  }
+  /* the time spent waking counts from when the last one is up */
+  atomic_store(&p->warm_until, lm_pool_clock_ns() + p->spin_ns);
+  pthread_mutex_unlock(&p->launch_mu);
+  return late;
+}
+
 int lm_pool_keep_off(lm_pool *p, int cpu) {
   if (!p)
     return 0;
@@ -562,5 +614,6 @@ void lm_pool_stats_get(const lm_pool *p, lm_pool_stats *out) {
     out->joined += atomic_load_explicit(&p->workers[i].joined, memory_order_relaxed);
     out->late_ns +=
         (double)atomic_load_explicit(&p->workers[i].late_ns, memory_order_relaxed);
+    out->parks += atomic_load_explicit(&p->workers[i].parks, memory_order_relaxed);
   }
 }

@@ -383,6 +383,10 @@ static void lm_timing_verdict(const lm_timing_opts *o, lm_timing_result *out,
   lm_noise_judge(nz, o->limits);
 }
 
+/* How long lm_pool_warm may wait for parked workers before a sample:
+ * twenty times the p50 wake-up measured by bench_forkjoin (66-100 µs). */
+#define LM_TIMING_WARM_MAX_NS 2000000
+
 /* lm_emulated, asked once per process: the answer does not change, and
  * every comparison would otherwise read two files. */
 static pthread_once_t emulated_once = PTHREAD_ONCE_INIT;
@@ -469,6 +473,10 @@ lm_status lm_time_compare(const lm_timing_opts *o, int n, const lm_timed *items,
     lm_timing_round_order(o->order, n, r, perm);
     for (int k = 0; k < n; k++) {
       lm_timing_stats *s = &out->stats[perm[k]];
+      /* each sample starts with the watched pool's workers up: a worker
+       * parked while the entries before it ran would charge its wake-up
+       * to this sample's first launch (lm_pool_warm) */
+      lm_pool_warm(o->pool, LM_TIMING_WARM_MAX_NS);
       s->samples[r] =
           lm_timing_sample(&clk, &items[perm[k]], s->reps) / (double)s->reps;
     }

@@ -183,6 +183,78 @@ Test(pool, parked_workers_are_woken_for_every_launch) {
   lm_pool_free(p);
 }
 
+static double mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int64_t parks_of(const lm_pool *p) {
+  lm_pool_stats st;
+  lm_pool_stats_get(p, &st);
+  return st.parks;
+}
+
+/* lm_pool_warm wakes the parked workers, and idle workers then spin for
+ * spin_us instead of parking at once; launches after it still run every
+ * instance once.  The "no park" check is skipped when this thread slept
+ * far longer than asked (a loaded machine), never failed for it. */
+Test(pool, warm_wakes_parked_workers_and_keeps_them_spinning_for_spin_us) {
+  lm_pool_opts o;
+  lm_pool_opts_defaults(&o);
+  o.nthreads = 2;
+  o.spin_us = 50000; /* 50 ms */
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new_opts(&o, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  /* idle for longer than spin_us: both workers park */
+  for (int i = 0; i < 100 && parks_of(p) < 2; i++) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  cr_assert_geq(parks_of(p), 2, "the idle workers never parked");
+  cr_expect_eq(lm_pool_warm(p, 10ll * 1000 * 1000 * 1000), 0,
+               "a woken worker did not come back within 10 s");
+  int64_t before = parks_of(p);
+  double t0 = mono_ms();
+  struct timespec ts = {0, 5 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  int64_t after = parks_of(p);
+  if (mono_ms() - t0 < 30)
+    cr_expect_eq(after, before, "a warmed worker parked within 30 ms of "
+                                "spin_us = 50 ms");
+  /* they were up: once spin_us has passed, both park again */
+  for (int i = 0; i < 500 && parks_of(p) < before + 2; i++) {
+    struct timespec t = {0, 10 * 1000 * 1000};
+    nanosleep(&t, NULL);
+  }
+  cr_expect_geq(parks_of(p), before + 2, "warm did not wake the parked workers");
+  launch_and_check(p, 97, 5, 3);
+  lm_pool_free(p);
+}
+
+Test(pool, warm_is_a_no_op_without_threads_or_spin) {
+  cr_expect_eq(lm_pool_warm(NULL, 1000), 0);
+  lm_pool_opts o;
+  lm_pool_opts_defaults(&o);
+  o.nthreads = 1;
+  o.spin_us = 0; /* parks by design: warm leaves it alone */
+  lm_error err = {0};
+  lm_pool *p = lm_pool_new_opts(&o, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  for (int i = 0; i < 100 && parks_of(p) < 1; i++) {
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  int64_t before = parks_of(p);
+  cr_expect_eq(lm_pool_warm(p, 1000), 0);
+  struct timespec ts = {0, 2 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  cr_expect_eq(parks_of(p), before, "warm woke a pool with spin_us = 0");
+  launch_and_check(p, 31, 2, 2);
+  lm_pool_free(p);
+}
+
 Test(pool, pinned_pool_runs_every_instance_exactly_once) {
   lm_pool_opts o;
   lm_pool_opts_defaults(&o);

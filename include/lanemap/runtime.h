@@ -71,6 +71,7 @@ typedef struct lm_pool_stats {
   int64_t wanted;   /* worker slots they asked for (participants - 1) */
   int64_t joined;   /* slots whose worker ran at least one chunk */
   double late_ns;   /* sum over joined slots: launch to first chunk */
+  int64_t parks;    /* times a worker went to sleep after spin_us idle */
 } lm_pool_stats;
 /* A snapshot of p's counters (zeros for NULL).  Safe while launches run;
  * a launch in flight may be counted in part. */
