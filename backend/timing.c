@@ -133,8 +133,16 @@ void lm_timing_round_order(lm_timing_order order, int n, int round, int *perm) {
     return;
   }
   if (n > LM_TIMING_PERMUTE_MAX) {
-    for (int i = 0; i < n; i++)
-      perm[i] = (i + round) % n;
+    /* Williams design: the base row 0, 1, n-1, 2, n-2, ... has every
+     * difference between neighbours once (mod n), so its n shifts put
+     * every entry right after every other once; for odd n the reversed
+     * row's n shifts follow, the pairs then twice per 2n rounds. */
+    int reversed = n % 2 && (round / n) % 2;
+    for (int i = 0; i < n; i++) {
+      int j = reversed ? n - 1 - i : i;
+      int base = j % 2 ? (j + 1) / 2 : (n - j / 2) % n;
+      perm[i] = (int)((base + round) % n);
+    }
     return;
   }
   int k = round % n;

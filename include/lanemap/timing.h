@@ -29,14 +29,17 @@ double lm_now_ns(void);
 typedef enum lm_timing_order {
   /* Round r runs the entries in the r-th permutation of a sequence that
    * visits all n! permutations when n <= 5 (each block of n consecutive
-   * rounds puts every entry once in every position), else the r-th
-   * rotation. */
+   * rounds puts every entry once in every position), else the r-th row
+   * of a Williams design: every entry once in every position per n
+   * rounds, and right after every other entry once per n rounds (n even)
+   * or twice per 2n rounds (n odd). */
   LM_ORDER_PERMUTE = 0,
   /* Every round runs the entries in index order: A B A B ... */
   LM_ORDER_ABAB = 1,
 } lm_timing_order;
 
-/* Permutations are used up to this many entries; beyond it, rotations. */
+/* Permutations are used up to this many entries; beyond it, a Williams
+ * design. */
 #define LM_TIMING_PERMUTE_MAX 5
 
 typedef struct lm_timing_opts {
