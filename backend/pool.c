@@ -556,7 +556,9 @@ lm_status lm_pool_launch_sched(lm_pool *p, lm_entry_fn fn, const void *args,
 }
 
 int lm_pool_warm(lm_pool *p, int64_t max_wait_ns) {
-  if (!p || p->spin_ns <= 0 || p->started == 0)
+  /* inside a launch (or a worker) of p its workers are busy, and the
+   * launch lock is taken: nothing to warm */
+  if (!p || p->spin_ns <= 0 || p->started == 0 || lm_pool_current == p)
     return 0;
   int64_t t0 = lm_pool_clock_ns();
   /* spinning workers stay up for spin_ns from now, and a worker about to

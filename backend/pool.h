@@ -29,7 +29,7 @@ int lm_pool_keep_off(lm_pool *p, int cpu);
  * to whichever schedule lost most from a late worker (docs/timing.md).
  * No-op on a pool with spin_us = 0, which parks by design.  Returns the
  * number of woken workers not back within max_wait_ns.  Serialized with
- * launches. */
+ * launches; a no-op when called from inside a launch on p. */
 int lm_pool_warm(lm_pool *p, int64_t max_wait_ns);
 
 #endif

@@ -233,6 +233,23 @@ Test(pool, warm_wakes_parked_workers_and_keeps_them_spinning_for_spin_us) {
   lm_pool_free(p);
 }
 
+static void warm_own_pool(const void *args, int64_t first, int64_t count) {
+  (void)first, (void)count;
+  lm_pool *p = (lm_pool *)args;
+  cr_expect_eq(lm_pool_warm(p, 1000), 0);
+}
+
+/* from inside a launch the launch lock is held: warm must not wait for it */
+Test(pool, warm_inside_a_launch_on_the_same_pool_returns_at_once,
+     .timeout = 60) {
+  lm_pool *p = lm_pool_new(1, NULL);
+  cr_assert_not_null(p);
+  lm_error err = {0};
+  cr_assert_eq(lm_pool_launch(p, warm_own_pool, p, 8, 1, 2, &err), LM_OK,
+               "%s", err.msg);
+  lm_pool_free(p);
+}
+
 Test(pool, warm_is_a_no_op_without_threads_or_spin) {
   cr_expect_eq(lm_pool_warm(NULL, 1000), 0);
   lm_pool_opts o;
