@@ -62,7 +62,10 @@ typedef struct lm_pool_worker {
   _Alignas(LM_CACHE_LINE) _Atomic uint32_t wake; /* futex word, +1 per wake */
   _Atomic int parked; /* 1 while the worker is (about to be) asleep */
   _Atomic uint32_t resumed; /* +1 each time the worker comes back from a park */
-  uint32_t warm_mark;       /* resumed when lm_pool_warm woke it */
+  /* lm_pool_warm, under the launch lock: whether it woke the worker, and
+   * resumed before it did */
+  int warm_woken;
+  uint32_t warm_mark;
   /* lm_pool_stats, written by this worker only */
   _Atomic int64_t joined, late_ns, parks;
   /* LM_SCHED_STATIC: the generation of the launch whose block index+1 was
@@ -566,24 +569,20 @@ int lm_pool_warm(lm_pool *p, int64_t max_wait_ns) {
   atomic_store(&p->warm_until, t0 + p->spin_ns);
   int late = 0;
   pthread_mutex_lock(&p->launch_mu);
-  unsigned char woken[LM_POOL_WARM_BATCH];
-  for (int b = 0; b < p->started; b += LM_POOL_WARM_BATCH) {
-    int e = b + LM_POOL_WARM_BATCH < p->started ? b + LM_POOL_WARM_BATCH
-                                                : p->started;
-    for (int i = b; i < e; i++) {
-      lm_pool_worker *w = &p->workers[i];
-      w->warm_mark = atomic_load(&w->resumed);
-      woken[i - b] = (unsigned char)lm_pool_park_wake(w);
-    }
-    for (int i = b; i < e; i++) {
-      lm_pool_worker *w = &p->workers[i];
-      if (!woken[i - b])
-        continue;
-      while (atomic_load(&w->resumed) == w->warm_mark &&
-             lm_pool_clock_ns() - t0 < max_wait_ns)
-        lm_pool_cpu_relax();
-      late += atomic_load(&w->resumed) == w->warm_mark;
-    }
+  /* wake them all first, then wait: the wake-ups overlap */
+  for (int i = 0; i < p->started; i++) {
+    lm_pool_worker *w = &p->workers[i];
+    w->warm_mark = atomic_load(&w->resumed);
+    w->warm_woken = lm_pool_park_wake(w);
+  }
+  for (int i = 0; i < p->started; i++) {
+    lm_pool_worker *w = &p->workers[i];
+    if (!w->warm_woken)
+      continue;
+    while (atomic_load(&w->resumed) == w->warm_mark &&
+           lm_pool_clock_ns() - t0 < max_wait_ns)
+      lm_pool_cpu_relax();
+    late += atomic_load(&w->resumed) == w->warm_mark;
   }
   /* the time spent waking counts from when the last one is up */
   atomic_store(&p->warm_until, lm_pool_clock_ns() + p->spin_ns);

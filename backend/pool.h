@@ -16,9 +16,6 @@
  * launches. */
 int lm_pool_keep_off(lm_pool *p, int cpu);
 
-/* Workers woken per batch by lm_pool_warm (a stack array of flags). */
-#define LM_POOL_WARM_BATCH 64
-
 /* Makes the pool's idle workers spin: wakes the parked ones, waits up to
  * max_wait_ns in all for them to come back, and keeps every idle worker
  * spinning for the pool's spin_us from then.  The timing harness calls it
