@@ -257,13 +257,14 @@ void lm_noise_limits_defaults(lm_noise_limits *l) {
   l->busy_here = 0;
   l->steal_max = 0.05;
   l->late_ns_max = 500e3;
+  l->discord_max = LM_NOISE_DISCORD_MAX;
 }
 
 void lm_noise_clear(lm_noise *n) {
   memset(n, 0, sizeof *n);
   n->spread = n->canary = n->other_cpus = n->busiest_cpu = n->steal = NAN;
   n->other_here = NAN;
-  n->load_start = n->load_end = n->late_ns = NAN;
+  n->load_start = n->load_end = n->late_ns = n->discord = NAN;
   n->running_start = n->running_end = -1;
   n->ncpu = lm_affinity_count_allowed();
 }
@@ -293,6 +294,8 @@ void lm_noise_judge(lm_noise *n, const lm_noise_limits *l) {
   if (n->late_ns > l->late_ns_max ||
       (n->wanted >= LM_NOISE_MIN_LAUNCHES && n->missed >= n->wanted))
     r |= LM_NOISE_WORKERS;
+  if (n->discord > l->discord_max)
+    r |= LM_NOISE_DISCORD;
   n->reasons = r;
   n->noisy = (r & LM_NOISE_INTERFERENCE) != 0;
 }
@@ -315,6 +318,7 @@ void lm_noise_merge(lm_noise *a, const lm_noise *b) {
   a->other_here = worse(a->other_here, b->other_here);
   a->busiest_cpu = worse(a->busiest_cpu, b->busiest_cpu);
   a->steal = worse(a->steal, b->steal);
+  a->discord = worse(a->discord, b->discord);
   if (isnan(a->load_start))
     a->load_start = b->load_start, a->running_start = b->running_start;
   if (!isnan(b->load_end))
@@ -361,6 +365,8 @@ const char *lm_noise_reason_name(unsigned bit) {
     return "steal";
   case LM_NOISE_WORKERS:
     return "workers";
+  case LM_NOISE_DISCORD:
+    return "discord";
   }
   return "?";
 }
@@ -419,6 +425,9 @@ const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
         "%lld launches)",
         n->late_ns / 1e3, l->late_ns_max / 1e3, (long long)n->missed,
         (long long)n->wanted);
+  if (n->reasons & LM_NOISE_DISCORD)
+    ADD("a variant timed twice %.0f%% apart > %.0f%%", 100 * n->discord,
+        100 * l->discord_max);
 #undef ADD
   return buf;
 }
@@ -445,6 +454,7 @@ cJSON *lm_noise_to_json(const lm_noise *n) {
   put_num(o, "other_here", n->other_here);
   put_num(o, "busiest_cpu", n->busiest_cpu);
   put_num(o, "steal", n->steal);
+  put_num(o, "discord", n->discord);
   if (isfinite(n->load_start) && isfinite(n->load_end)) {
     cJSON *l = cJSON_AddArrayToObject(o, "load");
     cJSON_AddItemToArray(l, lm_json_num(n->load_start));
@@ -535,7 +545,7 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err) {
     if (!b)
       return bad(err, "reasons",
                  "holds an unknown reason (spread, canary, busy, steal, "
-                 "workers)");
+                 "workers, discord)");
     out->reasons |= b;
   }
   /* "noisy" needs a reason (a record written before spread stopped
@@ -553,6 +563,7 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err) {
       (st = get_num(j, "other_here", &out->other_here, err)) ||
       (st = get_num(j, "busiest_cpu", &out->busiest_cpu, err)) ||
       (st = get_num(j, "steal", &out->steal, err)) ||
+      (st = get_num(j, "discord", &out->discord, err)) ||
       (st = get_num(j, "wall_s", &out->wall_s, err)) ||
       (st = get_num(j, "ncpu", &ncpu, err)) ||
       (st = get_pair(j, "load", &out->load_start, &out->load_end, err)) ||

@@ -287,7 +287,7 @@ static lm_status rd_bootstrap(Rd *r, const cJSON *root, lm_profile *p) {
 /* The reasons of a noisy family: names of LM_NOISE_* bits, at least one. */
 static lm_status rd_reasons(Rd *r, const cJSON *obj, unsigned *out) {
   const char *expect = "one of \"spread\", \"canary\", \"busy\", "
-                       "\"steal\", \"workers\"";
+                       "\"steal\", \"workers\", \"discord\"";
   const cJSON *a = NULL;
   lm_status s = lm_json_array(&r->j, obj, "reasons", 0, 1, INT_MAX, &a);
   *out = 0;

@@ -50,6 +50,23 @@ int lm_eval_confirm_set(const lm_eval_case *c, int top, unsigned char *in) {
   return n;
 }
 
+double lm_eval_pick_discord(const lm_eval_case *c) {
+  double worst = NAN;
+  for (int p = 0; p < LM_POLICY__COUNT; p++) {
+    int ch = c->choice[p];
+    if (p == LM_POLICY_RANDOM || ch < 0 || ch >= c->nvariants)
+      continue;
+    const lm_eval_variant *v = &c->v[ch];
+    if (!screened(v) || v->contended || !(v->confirmed > 0))
+      continue;
+    double r = v->confirmed / v->measured;
+    double d = (r > 1 ? r : 1 / r) - 1;
+    if (!(worst >= d))
+      worst = d;
+  }
+  return worst;
+}
+
 lm_status lm_eval_case_confirm(const lm_eval_opts *o, const lm_timed *entries,
                                lm_eval_case *c, lm_noise *noise,
                                lm_error *err) {

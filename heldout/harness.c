@@ -585,7 +585,7 @@ static lm_status split_round(const lm_eval_opts *o, const lm_eval_kernel *ek,
 }
 
 /* Screen (in one round, or two with split pruning), mark the contended,
- * confirm; again while the verdict is noisy, up to LM_EVALUATE_REMEASURE
+ * confirm, judge the picks' discord; again while the verdict is noisy, up to LM_EVALUATE_REMEASURE
  * more times.  entries[v] is variant v's timed entry (run NULL: not
  * verified); done[v] 1 for the first round's variants. */
 static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
@@ -619,6 +619,10 @@ static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
     if ((st = lm_eval_case_confirm(o, entries, c, &confirm, err)) != LM_OK)
       return st;
     mark_contended(ek, &confirm, c);
+    /* a pick timed twice that disagrees with itself: interference the
+     * rounds' own measures did not see */
+    confirm.discord = lm_eval_pick_discord(c);
+    lm_noise_judge(&confirm, o->timing.limits);
     lm_noise_merge(&c->noise, &confirm);
     c->attempts++;
   } while (c->noise.noisy && c->attempts <= LM_EVALUATE_REMEASURE);

@@ -668,12 +668,14 @@ static void protocol(FILE *f, const lm_eval_run *run) {
             "- canary: %s; a noisy case is measured again up to %d more "
             "times, keeping the last\n"
             "- noise limits: canary drift %.0f%%, other processes %.2f "
-            "CPU, steal %.0f%%, workers late %.0f us (or none joined); a "
-            "spread above %.0f%% alone marks a case unstable, not noisy\n",
+            "CPU, steal %.0f%%, workers late %.0f us (or none joined), a "
+            "policy's pick %.0f%% apart in screening and confirmation "
+            "(discord); a spread above %.0f%% alone marks a case unstable, "
+            "not noisy\n",
             p->samples, p->sample_ms, p->warmup_ms, p->confirm_top,
             p->confirm_samples, p->canary ? "on" : "off", p->remeasure,
             100 * l->canary_max, l->other_cpus_max, 100 * l->steal_max,
-            l->late_ns_max / 1e3, 100 * l->spread_max);
+            l->late_ns_max / 1e3, 100 * l->discord_max, 100 * l->spread_max);
   int n = 0;
   lm_eval_verdicts v;
   lm_eval_count_verdicts(run, &v);

@@ -422,6 +422,32 @@ Test(metrics, the_confirmation_takes_the_top_five_and_every_pick) {
     cr_expect_eq(in[i], want[i], "variant %d", i);
 }
 
+Test(metrics, discord_judges_the_picks_timed_twice_and_nothing_else) {
+  /* v0..v5 screened at 100; confirmed: v0 300 (a top variant, not a
+   * pick), v1 80 (plan: 100/80 - 1 = 25%), v2 150 (program, contended),
+   * v3 60 (packet: 100/60 - 1 = 67%), v4 not confirmed (inductor), v5
+   * 130 (random: an expectation, not a pick) */
+  lm_eval_variant v[6];
+  const double conf[6] = {300, 80, 150, 60, 0, 130};
+  for (int i = 0; i < 6; i++) {
+    v[i] = mkvar(100, 1, i);
+    v[i].confirmed = conf[i];
+  }
+  v[2].contended = 1;
+  lm_eval_case c;
+  init_case(&c, v, 6);
+  cr_expect(isnan(lm_eval_pick_discord(&c)), "no pick: NAN");
+  c.choice[LM_POLICY_PLAN] = 1;
+  expect_near(lm_eval_pick_discord(&c), 0.25, "faster in confirmation");
+  c.choice[LM_POLICY_PROGRAM] = 2;
+  c.choice[LM_POLICY_INDUCTOR] = 4;
+  c.choice[LM_POLICY_RANDOM] = 5;
+  expect_near(lm_eval_pick_discord(&c), 0.25, "contended, unconfirmed and "
+                                              "random picks are not judged");
+  c.choice[LM_POLICY_PACKET] = 3;
+  expect_near(lm_eval_pick_discord(&c), 100.0 / 60 - 1, "the largest");
+}
+
 /* One synthetic run for the bootstrap: n cases of 4 variants, each with
  * 10 confirmation rounds of base * (1 + amp * u), u uniform in [-1, 1)
  * from a fixed linear congruential stream; the plan picks v1, 5-40% slower

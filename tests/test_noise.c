@@ -80,6 +80,20 @@ Test(noise, each_measure_of_interference_alone_makes_it_noisy) {
   n = judged(n);
   cr_expect(n.noisy && n.reasons == LM_NOISE_WORKERS, "none joined: %#x",
             n.reasons);
+
+  n = calm();
+  n.discord = l.discord_max * 2;
+  n = judged(n);
+  cr_expect(n.noisy && n.reasons == LM_NOISE_DISCORD, "discord: %#x",
+            n.reasons);
+  char buf[256];
+  lm_noise_describe(&n, NULL, buf, sizeof buf);
+  cr_expect(strstr(buf, "a variant timed twice") != NULL, "%s", buf);
+  /* at its limit, and unknown, it is quiet */
+  n.discord = l.discord_max;
+  cr_expect_eq(judged(n).reasons, 0u);
+  n.discord = NAN;
+  cr_expect_eq(judged(n).reasons, 0u);
 }
 
 Test(noise, missed_slots_with_prompt_workers_are_not_interference) {
@@ -238,7 +252,7 @@ static void expect_same(const lm_noise *a, const lm_noise *b) {
                       a->wall_s};
   const double y[] = {b->spread, b->canary, b->other_cpus, b->busiest_cpu,
                       b->steal, b->load_start, b->load_end, b->late_ns,
-                      b->wall_s};
+                      b->wall_s, b->discord};
   for (size_t i = 0; i < sizeof x / sizeof *x; i++)
     cr_expect((isnan(x[i]) && isnan(y[i])) || x[i] == y[i],
               "measure %zu: %.17g then %.17g", i, x[i], y[i]);
@@ -262,7 +276,7 @@ Test(noise, json_reads_back_what_it_wrote) {
   expect_same(&u, &back);
 
   lm_noise n = calm();
-  n.other_cpus = 1.07, n.canary = 0.8, n.steal = 0.2;
+  n.other_cpus = 1.07, n.canary = 0.8, n.steal = 0.2, n.discord = 0.9;
   n.wanted = 500, n.missed = 500, n.late_ns = NAN;
   n = judged(n);
   cr_assert(n.noisy);

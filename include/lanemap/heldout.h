@@ -534,6 +534,14 @@ typedef struct lm_eval_launch {
 int lm_eval_confirm_set(lm_keep const lm_eval_case *c, int top,
                         unsigned char *in);
 
+/* The discord of c's measurement (lm_noise_limits.discord_max): the
+ * largest max(a/b, b/a) - 1 between a policy's pick's screening median
+ * (measured) and its confirmed one, over the picks timed in both rounds
+ * and not contended; NAN when there is none.  Only the picks are judged:
+ * they are chosen before any timing, so both medians estimate one time,
+ * while the screening's fastest are biased low by their selection. */
+double lm_eval_pick_discord(lm_keep const lm_eval_case *c);
+
 /* The confirmation round of c: time the set lm_eval_confirm_set marks,
  * entries[v] being variant v's (entries[v].run NULL: not timeable),
  * interleaved with o->timing but LM_EVALUATE_CONFIRM_SAMPLES rounds, and
@@ -546,7 +554,8 @@ lm_status lm_eval_case_confirm(lm_keep const lm_eval_opts *o,
 
 /* Verify every variant against the FP64 oracle, then time the verified ones
  * interleaved, with the canary and o->pool (else the shared pool) watched
- * for the noise verdict; then confirm (lm_eval_case_confirm).  A case whose
+ * for the noise verdict; then confirm (lm_eval_case_confirm) and judge the
+ * picks' discord (lm_eval_pick_discord) with the round.  A case whose
  * verdict is noisy is measured again, up to LM_EVALUATE_REMEASURE more
  * times, keeping the last (c->noise, c->attempts); parallel variants
  * measured with fewer free CPUs than workers are marked contended.  A variant that fails keeps verified 0 and is never timed;

@@ -101,8 +101,11 @@ enum {
   LM_NOISE_BUSY = 1u << 2,    /* other processes above other_cpus_max */
   LM_NOISE_STEAL = 1u << 3,   /* steal above steal_max */
   LM_NOISE_WORKERS = 1u << 4, /* pool workers joined late or not at all */
-  LM_NOISE_ALL = (1u << 5) - 1,
-  /* the measures of interference: any of them makes a verdict noisy */
+  LM_NOISE_DISCORD = 1u << 5, /* a variant timed twice disagreed with itself
+                                 by more than discord_max */
+  LM_NOISE_ALL = (1u << 6) - 1,
+  /* the measures of interference: any of them makes a verdict noisy (a
+   * discord is one whose cause the other measures did not see) */
   LM_NOISE_INTERFERENCE = LM_NOISE_ALL & ~LM_NOISE_SPREAD,
 };
 
@@ -145,9 +148,21 @@ typedef struct lm_noise_limits {
    * caller often takes every chunk before a prompt worker arrives (quiet
    * fork-join calibrations: 80-90% of slots missed, joined 0 µs late). */
   double late_ns_max; /* 500 µs */
+  /* A variant timed in two comparisons of one measurement (a held-out
+   * case's screening and confirmation rounds): max(a/b, b/a) - 1 of its
+   * two medians.  Only variants chosen before any timing are judged (the
+   * screening's fastest are biased low by their selection), so the two
+   * medians estimate one time and differ by noise alone. */
+  double discord_max;
 } lm_noise_limits;
 
 #define LM_NOISE_MIN_LAUNCHES 100
+
+/* discord_max's default.  docs/evaluation.md, "Discord": on a quick
+ * held-out run of the project's 2-core VM, the policy picks timed in
+ * screening and again in confirmation disagreed by p95 18.5% and p99
+ * 28.7%; 25% re-measures a case for about one pick in 50. */
+#define LM_NOISE_DISCORD_MAX 0.25
 
 /* The defaults above. */
 void lm_noise_limits_defaults(lm_noise_limits *l);
@@ -170,6 +185,7 @@ typedef struct lm_noise {
    * chunk.  wanted 0 when none ran. */
   int64_t wanted, missed;
   double late_ns;
+  double discord;    /* the largest discord judged (discord_max); NAN none */
   double wall_s;     /* wall time of the comparison */
   int ncpu;          /* CPUs this process may run on (affinity) */
 } lm_noise;
@@ -211,7 +227,8 @@ const char *lm_noise_verdict_name(const lm_noise *n);
 const char *lm_noise_describe(const lm_noise *n, const lm_noise_limits *l,
                               char *buf, size_t size);
 
-/* Name of one reason bit: "spread", "canary", "busy", "steal", "workers". */
+/* Name of one reason bit: "spread", "canary", "busy", "steal", "workers",
+ * "discord". */
 const char *lm_noise_reason_name(unsigned bit);
 /* The reason bit called name, 0 if none is. */
 unsigned lm_noise_reason_bit(const char *name);
