@@ -139,10 +139,19 @@ static int print_verdict(const lm_evaluate_result *res) {
   if (res->busiest.pid > 0 && res->busiest.cpus >= 0.01)
     snprintf(who, sizeof who, "; the busiest: pid %d (%s), %.2f CPU",
              res->busiest.pid, res->busiest.comm, res->busiest.cpus);
-  printf("noisy: %d of %d cases measured under interference%s (other "
+  /* the measures that flagged them, e.g. "steal, discord; " */
+  char by[96] = "";
+  size_t w = 0;
+  for (unsigned b = 1; (b & LM_NOISE_ALL) && w < sizeof by; b <<= 1)
+    if (b & res->noise.reasons & LM_NOISE_INTERFERENCE)
+      w += (size_t)snprintf(by + w, sizeof by - w, "%s%s", w ? ", " : "",
+                            lm_noise_reason_name(b));
+  if (w > 0 && w < sizeof by - 2)
+    snprintf(by + w, sizeof by - w, "; ");
+  printf("noisy: %d of %d cases measured under interference%s (%sother "
          "processes %s%s); regret figures are not trustworthy, rerun on a "
          "quiet machine\n",
-         res->noisy, res->cases, left, cpus, who);
+         res->noisy, res->cases, left, by, cpus, who);
   return 1;
 }
 

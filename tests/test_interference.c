@@ -3,7 +3,8 @@
  * CPU-bound children spin on this process's CPUs, one each, is flagged, by a
  * measure at least LOADED_FACTOR times the control's; a quick calibration
  * under that load does not replace the cached profile; and both commands
- * say so in their exit status and last line, which names the child.
+ * say so in their exit status and last line, which names the child and
+ * the measure that flagged it.
  *
  * The test measures for real, so it runs alone (ctest RUN_SERIAL) and
  * without LANEMAP_ACCEPT_NOISY.  When the control itself comes out flagged
@@ -211,6 +212,8 @@ Test(interference, a_spinning_neighbour_is_flagged_and_never_cached) {
   }
   cr_expect(named, "evaluate's last line names no spinning child: %s",
             l_last);
+  cr_expect(strstr(l_last, "busy") != NULL,
+            "evaluate's last line does not name the busy measure: %s", l_last);
   int nl = 0;
   double l_busy = median_other_cpus(loaded, &nl);
   double floor = c_busy > QUIET_FLOOR ? c_busy : QUIET_FLOOR;
