@@ -74,7 +74,9 @@ def parse_run(run):
                 header = None
                 continue
             row = dict(zip(header, cells))
+            m = re.search(r"\((\d+)\)", row["verdict"])
             r["cases"][row["case"]] = {
+                "attempts": int(m.group(1)) if m else None,
                 "verdict": row["verdict"], "plan_variant": row["plan variant"].strip("`"),
                 "plan": pct(row["plan"])}
         elif header and not line.strip():
@@ -109,11 +111,14 @@ def main(out):
     print("# Trust figures\n")
     if quiet:
         print("## Quiet runs (`evaluate --quick --fresh`, each calibrating anew)\n")
-        print("| run | exit | load before → after | plan geomean | winner's curse | last line |")
-        print("|---|---:|---|---:|---:|---|")
+        print("| run | exit | load before → after | plan geomean | winner's curse | cases re-measured | still noisy | last line |")
+        print("|---|---:|---|---:|---:|---:|---:|---|")
         for r in quiet:
+            cs = r["cases"].values()
+            again = sum(1 for c in cs if (c["attempts"] or 0) > 1)
+            noisy = sum(1 for c in cs if "noisy" in c["verdict"])
             print(f"| {os.path.basename(r['dir'])} | {r['exit']} | {r['load'][0]:.2f} → {r['load'][1]:.2f} | "
-                  f"{f(r['geomean'])} | {f(r['bias'])} | {r['last'][:110]} |")
+                  f"{f(r['geomean'])} | {f(r['bias'])} | {again} | {noisy} | {r['last'][:110]} |")
         g = [r["geomean"] for r in quiet if r["geomean"] is not None]
         if g:
             print(f"\nplan geomean: min {f(min(g))}, max {f(max(g))}, spread {100 * (max(g) - min(g)):.1f} points (target ≤ 1.5)")
