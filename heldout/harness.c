@@ -585,9 +585,10 @@ static lm_status split_round(const lm_eval_opts *o, const lm_eval_kernel *ek,
 }
 
 /* Screen (in one round, or two with split pruning), mark the contended,
- * confirm, judge the picks' discord; again while the verdict is noisy, up to LM_EVALUATE_REMEASURE
- * more times.  entries[v] is variant v's timed entry (run NULL: not
- * verified); done[v] 1 for the first round's variants. */
+ * confirm, judge the picks' discord; again while the verdict is noisy, up
+ * to LM_EVALUATE_REMEASURE more times.  entries[v] is variant v's timed
+ * entry (run NULL: not verified); done[v] 1 for the first round's
+ * variants. */
 static lm_status measure_rounds(const lm_eval_opts *o, const lm_eval_kernel *ek,
                                 const lm_timed *items, int nok, const int *idx,
                                 int dispatched, const lm_timed *entries,

@@ -442,8 +442,8 @@ Test(metrics, discord_judges_the_picks_timed_twice_and_nothing_else) {
   c.choice[LM_POLICY_PROGRAM] = 2;
   c.choice[LM_POLICY_INDUCTOR] = 4;
   c.choice[LM_POLICY_RANDOM] = 5;
-  expect_near(lm_eval_pick_discord(&c), 0.25, "contended, unconfirmed and "
-                                              "random picks are not judged");
+  expect_near(lm_eval_pick_discord(&c), 0.25,
+              "contended, unconfirmed and random picks are not judged");
   c.choice[LM_POLICY_PACKET] = 3;
   expect_near(lm_eval_pick_discord(&c), 100.0 / 60 - 1, "the largest");
 }
