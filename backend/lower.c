@@ -603,9 +603,18 @@ static LLVMValueRef elementwise(Lo *o, const lm_node *n, LLVMValueRef a,
   case LM_OP_ADD: return fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
   case LM_OP_SUB: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
   case LM_OP_MUL: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
-  case LM_OP_DIV:
-    o->tally->div_lanes += o->W;
-    return fl ? LLVMBuildFDiv(B, a, b, "") : LLVMBuildSDiv(B, a, b, "");
+  case LM_OP_DIV: {
+    if (!fl) {
+      o->tally->div_lanes += o->W;
+      return LLVMBuildSDiv(B, a, b, "");
+    }
+    LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+    if (lm_sched_div_per_row(o->s, (int)(n - k->nodes)))
+      o->tally->div_lanes += o->W;
+    else if (o->v->fp == LM_FP_RELAXED && o->s->fixed[n->b])
+      LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal); /* LICM hoists 1/b */
+    return q;
+  }
   case LM_OP_MIN: return intr2(o, fl ? "llvm.minimum" : "llvm.smin", a, b);
   case LM_OP_MAX: return intr2(o, fl ? "llvm.maximum" : "llvm.smax", a, b);
   case LM_OP_EQ: return fl ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");

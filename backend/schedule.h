@@ -101,6 +101,8 @@ typedef struct lm_schedule {
   lm_sched_loop *loop;
   int *reds, *snaps, *members;
   lm_sched_group *groups;
+  unsigned char *fixed; /* [node]: the same for every row of a launch (built
+                           from constants, scalars and dims only) */
 } lm_schedule;
 
 /* Builds the schedule of k x v (checks the variant's legality).  The
@@ -126,6 +128,11 @@ int lm_sched_math_calls(const lm_schedule *s, lm_dtype t);
                                 v3 and v4): counted in the assembly LLVM 19
                                 emits on x86-64-v2..v4 */
 int lm_sched_rsqrt_estimated(const lm_schedule *s, lm_dtype t);
+/* Whether division node `id` divides in every row: not when its value is
+ * the same for every row (LLVM hoists it out of the row loop), nor, in
+ * fp=relaxed, when its divisor is (the lowering allows the reciprocal,
+ * which LLVM hoists, and the row multiplies by it, as -ffast-math does). */
+int lm_sched_div_per_row(const lm_schedule *s, int id);
 /* Instance loads and stores (one value per row): a masked vector access of
  * G = W consecutive rows for L = 1, else a gather or scatter of W lanes. */
 int lm_sched_inst_contiguous(const lm_schedule *s);

@@ -145,6 +145,9 @@ static void op_cost(Cx *c, const lm_node *nd) {
   int mt = lm_term_math(c->s->v->math, nd->op);
   switch (nd->op) {
   case LM_OP_DIV: /* the divider is lane-throughput bound: count lanes */
+    if (!is_float_op(nd) || lm_sched_div_per_row(c->s, (int)(nd - c->k->nodes)))
+      n[LM_T_VDIV] += c->W;
+    break;
   case LM_OP_SQRT: n[LM_T_VDIV] += c->W; break;
   case LM_OP_RSQRT:
     if (lm_sched_rsqrt_estimated(c->s, nd->dtype))

@@ -8,7 +8,10 @@
  *   - a tile divided by sqrt(u) of a tile u becomes a times rsqrt(u), which
  *     the lowering lets LLVM estimate (arcp, afn);
  *   - a multiply feeding an add, a subtract or a sum may be contracted into
- *     one fused multiply-add (the lowering's `contract` flag).
+ *     one fused multiply-add (the lowering's `contract` flag);
+ *   - a division by a value the same for every row of a launch becomes a
+ *     multiply by its reciprocal (the lowering's `arcp` flag, which LLVM
+ *     hoists; lm_sched_div_per_row).
  * Reductions are reassociated in both modes (several accumulators).
  *
  * The two rewrites are made on the IR, so the lowering, the schedule and

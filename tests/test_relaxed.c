@@ -9,6 +9,8 @@
 #include "costmodel/counts.h"
 #include "lanemap/backend.h"
 #include "lanemap/costmodel.h"
+#include "lanemap/oracle.h"
+#include "lanemap/verify.h"
 
 static lm_kernel *load(const char *rel) {
   char path[1024];
@@ -94,10 +96,56 @@ Test(relaxed, the_lowering_divides_once_per_packet_not_per_step) {
   cr_expect_gt(steps_div(&s), 0, "strict divides in the column loops");
   cr_expect_eq(steps_div(&r), 0, "relaxed divides outside them");
   cr_expect_eq(r.part[LM_PART_PACKET].div_lanes,
-               s.part[LM_PART_PACKET].div_lanes - 8,
-               "per packet: the mean square's division by C stays, the square "
-               "root (8 lanes) becomes an f32 rsqrt estimate");
+               s.part[LM_PART_PACKET].div_lanes - 16,
+               "per packet: the square root (8 lanes) becomes an f32 rsqrt "
+               "estimate, and the mean square's division by C (8 lanes) a "
+               "multiply by 1/C, taken once per launch");
   cr_expect_lt(r.ir_fdiv, s.ir_fdiv);
+  lm_kernel_free(k);
+}
+
+/* Divisors the same for every row of a launch: s * C, and s / C whole. */
+static const char *fixed_src =
+    "kernel fx(x: f32[R, C], s: f32 = 3) -> (y: f32[R, C]) {\n"
+    "  m = sum(x[r, :]) / (s * C)\n"
+    "  y[r, :] = x[r, :] * m + s / C\n"
+    "}\n";
+
+Test(relaxed, a_divisor_fixed_for_the_launch_is_a_reciprocal_taken_once) {
+  lm_kernel *k = parse(fixed_src);
+  const char *vs[] = {"x86-64-v3/w8/l8/t1", "x86-64-v3/w8/l8/fp=relaxed/t1"};
+  /* strict divides the row's sum in every packet (8 lanes); s / C, the
+   * same everywhere, is hoisted by LLVM in both modes and counted in
+   * neither; relaxed multiplies the sum by 1/(s*C), taken once */
+  int want[] = {8, 0};
+  lm_shape sh;
+  lm_error err = {0};
+  cr_assert_eq(lm_shape_bind(k, 37, 29, NULL, &sh, &err), LM_OK, "%s", err.msg);
+  lm_data *d;
+  lm_oracle *o;
+  cr_assert_eq(lm_data_gen(k, &sh, 5, &d, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_oracle_run(k, d, &o, &err), LM_OK, "%s", err.msg);
+  for (int i = 0; i < 2; i++) {
+    lm_counts n = counts_of(k, vs[i]);
+    cr_expect_eq(n.part[LM_PART_PACKET].div_lanes + steps_div(&n), want[i],
+                 "%s: %d division lanes", vs[i],
+                 n.part[LM_PART_PACKET].div_lanes + steps_div(&n));
+    lm_cost_counts cc;
+    lm_variant v = variant(vs[i]);
+    cr_assert_eq(lm_cost_counts_build(k, &v, &cc, &err), LM_OK, "%s", err.msg);
+    cr_expect_eq(cc.packet[LM_T_VDIV], want[i], "%s: the model counts %g",
+                 vs[i], cc.packet[LM_T_VDIV]);
+    if (!lm_isa_runnable(v.isa))
+      continue;
+    lm_compiled *c;
+    cr_assert_eq(lm_compile(k, &v, NULL, &c, &err), LM_OK, "%s", err.msg);
+    lm_verify_result res;
+    cr_expect_eq(lm_verify(k, c, d, o, NULL, &res, &err), LM_OK, "%s: %s",
+                 vs[i], err.msg);
+    lm_compiled_free(c);
+  }
+  lm_oracle_free(o);
+  lm_data_free(d);
   lm_kernel_free(k);
 }
 
