@@ -1077,9 +1077,12 @@ static void emit_loop(Lo *o, LLVMValueRef tfull, LLVMValueRef tmax) {
     LLVMDeleteBasicBlock(rb);
   }
 
-  /* the masked tail: a loop, or one straight-line step */
+  /* the masked tail: a loop, or one straight-line step.  The main part and
+   * the rest leave t at tfull, so the one step takes tfull itself: with
+   * rows of one length its mask is then the same in every row, and LLVM
+   * hoists it out of the row loop */
   LLVMPositionBuilderAtEnd(o->B, tc);
-  t = LLVMBuildLoad2(o->B, o->i32, ta, "");
+  t = tail->loops ? LLVMBuildLoad2(o->B, o->i32, ta, "") : tfull;
   LLVMBuildCondBr(o->B, LLVMBuildICmp(o->B, LLVMIntSLT, t, tmax, ""), tb, done);
   LLVMPositionBuilderAtEnd(o->B, tb);
   enter_part(o, LM_PART_TAIL, t);
