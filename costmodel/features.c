@@ -48,8 +48,10 @@ int lm_term_lookup(const char *name) {
 /* 4: task counts pool claims; 5: splits (static, dynK), the busiest
  * worker's share from lm_variant_cut, parallel calibration rows per worker;
  * 6: the workers' late join; 7: the fork-join round measured, pool claims
- * outside the compute/memory bottleneck */
-#define LM_MODEL_FORM "form-7"
+ * outside the compute/memory bottleneck; 8: math=ir's erf a rational
+ * function (verf_ir), a division by a launch-fixed value not counted per
+ * row (vdiv) */
+#define LM_MODEL_FORM "form-8"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];

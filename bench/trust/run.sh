@@ -55,6 +55,9 @@ run_one() {
 if [[ " $phases " == *" quiet "* ]]; then
   echo "quiet: $runs runs, each calibrating anew"
   for i in $(seq 1 "$runs"); do
+    # an empty cache: a folder left by an earlier run of this script would
+    # hand evaluate that run's profile instead of a calibration
+    rm -rf "$out/quiet-$i.cache"
     run_one "$out/quiet-$i" "$out/quiet-$i.cache"
   done
 fi
@@ -68,6 +71,7 @@ if [[ " $phases " == *" loaded "* ]]; then
   sleep 1
   echo "loaded: $runs runs beside pid $spinner spinning on CPU $cpu"
   for i in $(seq 1 "$runs"); do
+    rm -rf "$out/loaded-empty-$i.cache"
     run_one "$out/loaded-empty-$i" "$out/loaded-empty-$i.cache"
     rm -rf "$out/loaded-$i.cache"; cp -r "$out/quiet-1.cache" "$out/loaded-$i.cache"
     rm -f "$out/loaded-$i.cache"/*.lock
