@@ -611,8 +611,8 @@ static LLVMValueRef elementwise(Lo *o, const lm_node *n, LLVMValueRef a,
     LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
     if (lm_sched_div_per_row(o->s, (int)(n - k->nodes)))
       o->tally->div_lanes += o->W;
-    else if (o->v->fp == LM_FP_RELAXED && o->s->fixed[n->b])
-      LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal); /* LICM hoists 1/b */
+    else if (o->v->fp == LM_FP_RELAXED) /* the divisor is fixed: LICM hoists 1/b */
+      LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal);
     return q;
   }
   case LM_OP_MIN: return intr2(o, fl ? "llvm.minimum" : "llvm.smin", a, b);
