@@ -89,21 +89,11 @@ lm_status lm_schedule_build(const lm_kernel *k, const lm_variant *v, lm_schedule
   s->snaps = malloc(sizeof(int) * (size_t)nn);
   s->members = malloc(sizeof(int) * (size_t)ns);
   s->groups = malloc(sizeof *s->groups * (size_t)ns);
-  s->fixed = calloc((size_t)nn, 1);
   unsigned char *done = calloc((size_t)ns, 1);
-  if (!s->loop || !s->reds || !s->snaps || !s->members || !s->groups ||
-      !s->fixed || !done) {
+  if (!s->loop || !s->reds || !s->snaps || !s->members || !s->groups || !done) {
     free(done);
     lm_schedule_free(s);
     return lm_error_set(err, LM_ESYS, "schedule: out of memory");
-  }
-  for (int i = 0; i < k->nnodes; i++) { /* operands come first */
-    const lm_node *n = &k->nodes[i];
-    int leaf = n->op == LM_OP_CONST || n->op == LM_OP_SCALAR || n->op == LM_OP_DIM;
-    /* r and buf[r] are leaves too, and differ by row */
-    s->fixed[i] = leaf || (n->a >= 0 && !n->tile && !is_reduction(n->op) &&
-                           s->fixed[n->a] && (n->b < 0 || s->fixed[n->b]) &&
-                           (n->c < 0 || s->fixed[n->c]));
   }
   int nred = 0, nsnap = 0, nmem = 0, ngrp = 0;
   for (int l = 0; l < k->nloops; l++) {
@@ -164,7 +154,6 @@ void lm_schedule_free(lm_schedule *s) {
   free(s->snaps);
   free(s->members);
   free(s->groups);
-  free(s->fixed);
   memset(s, 0, sizeof *s);
 }
 
@@ -201,10 +190,10 @@ int lm_sched_rsqrt_estimated(const lm_schedule *s, lm_dtype t) {
 
 int lm_sched_div_per_row(const lm_schedule *s, int id) {
   const lm_node *n = &s->k->nodes[id];
-  if (s->fixed[id])
+  if (n->fixed)
     return 0;
   int fl = n->dtype == LM_F32 || n->dtype == LM_F64;
-  return !(fl && s->v->fp == LM_FP_RELAXED && s->fixed[n->b]);
+  return !(fl && s->v->fp == LM_FP_RELAXED && s->k->nodes[n->b].fixed);
 }
 
 int lm_sched_inst_contiguous(const lm_schedule *s) { return s->L == 1; }

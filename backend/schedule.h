@@ -101,8 +101,6 @@ typedef struct lm_schedule {
   lm_sched_loop *loop;
   int *reds, *snaps, *members;
   lm_sched_group *groups;
-  unsigned char *fixed; /* [node]: the same for every row of a launch (built
-                           from constants, scalars and dims only) */
 } lm_schedule;
 
 /* Builds the schedule of k x v (checks the variant's legality).  The

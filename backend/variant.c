@@ -400,7 +400,8 @@ static lm_status check_mapping(const lm_kernel *k, const lm_variant *v,
   return LM_OK;
 }
 
-/* fp=relaxed applies where it changes the code: a division it rewrites or
+/* fp=relaxed applies where it changes the code: a division it rewrites, a
+ * per-row division by a launch-fixed value whose reciprocal it hoists, or
  * a multiply it may contract on an ISA with FMA. */
 static lm_status check_fp(const lm_kernel *k, lm_isa isa, lm_fp fp, lm_error *err) {
   if (fp == LM_FP_STRICT)
@@ -411,17 +412,18 @@ static lm_status check_fp(const lm_kernel *k, lm_isa isa, lm_fp fp, lm_error *er
     return lm_error_set(err, LM_EINPUT,
                         "kernel %s: its relaxed form could not be built: %s",
                         k->name, k->relax_why);
-  if (!k->relax_rewrites && !k->relax_contractions)
+  int divs = k->relax_rewrites + k->relax_hoists;
+  if (!divs && !k->relax_contractions)
     return lm_error_set(err, LM_EINPUT,
                         "kernel %s: fp=relaxed changes nothing: no division "
-                        "by a row-uniform value or a square root, no "
-                        "multiply feeding an add or a sum",
+                        "by a row-uniform value, a square root or a "
+                        "launch-fixed value, no multiply feeding an add or "
+                        "a sum",
                         k->name);
-  if (!k->relax_rewrites && !lm_isa_has_fma(isa))
+  if (!divs && !lm_isa_has_fma(isa))
     return lm_error_set(err, LM_EINPUT,
                         "kernel %s: fp=relaxed changes nothing on %s, which "
-                        "has no FMA: no division by a row-uniform value or a "
-                        "square root to rewrite",
+                        "has no FMA: no division to rewrite or hoist",
                         k->name, lm_isa_name(isa));
   return LM_OK;
 }

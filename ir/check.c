@@ -974,6 +974,10 @@ static void fill_facts(ck *c) {
       if (v > lv)
         lv = v;
     }
+    /* r and buf[r] are leaves too, and differ by row */
+    int leaf = x->op == LM_OP_CONST || x->op == LM_OP_SCALAR || x->op == LM_OP_DIM;
+    x->fixed = leaf || (x->a >= 0 && !x->tile && !is_reduction(x->op) && nodes[x->a].fixed &&
+                        (x->b < 0 || nodes[x->b].fixed) && (x->c < 0 || nodes[x->c].fixed));
     if (is_reduction(x->op)) {
       x->avail = nodes[x->a].level + 1;
     } else if (x->tile) {

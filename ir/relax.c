@@ -18,8 +18,9 @@
  * the cost model all see the rewritten kernel as a kernel: the twin is the
  * original with the rewritten nodes, printed and parsed again, so the
  * checker fills every fact (levels, availability, snapshots, uses) as for
- * any source.  Contraction changes no node; it is counted here so that the
- * variant check can refuse fp=relaxed where it would change nothing. */
+ * any source.  Contraction and the hoisted reciprocal change no node; they
+ * are counted here so that the variant check can refuse fp=relaxed where
+ * it would change nothing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,12 @@ void lm_fe_relax(lm_kernel *k) {
   k->relaxed = NULL;
   k->relax_rewrites = 0;
   k->relax_contractions = contractions(k);
+  k->relax_hoists = 0;
+  for (int i = 0; i < k->nnodes; i++) { /* x / C per row: 1/C taken once */
+    const lm_node *x = &k->nodes[i];
+    k->relax_hoists += x->op == LM_OP_DIV && is_flt(x->dtype) && !x->tile && !x->fixed &&
+                       k->nodes[x->b].fixed;
+  }
   k->relax_why = NULL;
   /* each rewrite adds at most two nodes (1 and 1/b) */
   int cap = 3 * k->nnodes + 1, n = k->nnodes;

@@ -149,6 +149,42 @@ Test(relaxed, a_divisor_fixed_for_the_launch_is_a_reciprocal_taken_once) {
   lm_kernel_free(k);
 }
 
+/* A row mean: its only change in relaxed mode is the reciprocal of C,
+ * hoisted out of the row loop (no tile division, no product to fuse). */
+static const char *mean_src =
+    "kernel rowmean(x: f32[R, C]) -> (y: f32[R]) {\n"
+    "  y[r] = sum(x[r, :]) / C\n"
+    "}\n";
+
+Test(relaxed, a_per_row_division_by_a_launch_fixed_value_alone_admits_relaxed_mode) {
+  lm_kernel *k = parse(mean_src);
+  cr_expect_eq(k->relax_rewrites + k->relax_contractions, 0);
+  cr_expect_eq(k->relax_hoists, 1);
+  lm_error err = {0};
+  /* accepted on every x86 level, FMA or not: the change is the hoist */
+  const char *vs[] = {"x86-64-v2/w4/l4/fp=relaxed/t1", "x86-64-v3/w8/l8/fp=relaxed/t1"};
+  for (int i = 0; i < 2; i++) {
+    lm_variant v = variant(vs[i]);
+    cr_expect_eq(lm_variant_check(k, &v, &err), LM_OK, "%s: %s", vs[i], err.msg);
+  }
+  lm_variant s3 = variant("x86-64-v3/w8/l8/t1"), r3 = variant("x86-64-v3/w8/l8/fp=relaxed/t1");
+  lm_cost_counts cs, cr;
+  cr_assert_eq(lm_cost_counts_build(k, &s3, &cs, &err), LM_OK, "%s", err.msg);
+  cr_assert_eq(lm_cost_counts_build(k, &r3, &cr, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(cs.packet[LM_T_VDIV], 8, "strict divides each packet's 8 sums");
+  cr_expect_eq(cr.packet[LM_T_VDIV], 0, "relaxed multiplies by 1/C, taken once");
+  lm_kernel_free(k);
+  /* a division by a per-row value is no hoist */
+  lm_kernel *u = parse("kernel u(x: f32[R, C], s: f32[R]) -> (y: f32[R]) {\n"
+                       "  y[r] = sum(x[r, :]) / s[r]\n"
+                       "}\n");
+  cr_expect_eq(u->relax_hoists, 0);
+  lm_variant v = variant("x86-64-v3/w8/l8/fp=relaxed/t1");
+  cr_expect_eq(lm_variant_check(u, &v, &err), LM_EINPUT);
+  cr_expect(strstr(err.msg, "changes nothing"), "%s", err.msg);
+  lm_kernel_free(u);
+}
+
 Test(relaxed, a_per_element_square_root_divisor_becomes_an_estimated_rsqrt) {
   lm_kernel *k = parse(isr_src);
   const lm_kernel *r = lm_kernel_relaxed(k);

@@ -133,6 +133,8 @@ typedef struct lm_node {
   int avail;     /* uniforms: first loop where it is known (checker) */
   int snap;      /* named tile used after a reduction that depends on it */
   int nuses;     /* uses by nodes and stores (checker) */
+  int fixed;     /* uniforms: the same for every row of a launch, built from
+                    constants, scalars and dims only (checker) */
   lm_loc loc;
 } lm_node;
 
@@ -173,6 +175,7 @@ typedef struct lm_kernel {
    * multiplies by reciprocals (lm_kernel_relaxed).  Owned by the kernel. */
   struct lm_kernel *relaxed; /* NULL: no rewrite (or relax_why) */
   int relax_rewrites;        /* divisions rewritten */
+  int relax_hoists;          /* per-row divisions by a launch-fixed value */
   int relax_contractions;    /* multiplies a fused multiply-add may absorb */
   const char *relax_why;     /* why the relaxed form could not be built */
 } lm_kernel;
