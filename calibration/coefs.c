@@ -28,7 +28,8 @@ static lm_status coefs_from(const lm_profile *p, const double *vec,
    * gets the named default, not an instant join */
   out->join = LM_JOIN_DEFAULT_NS;
   lm_caches_from_fingerprint(lm_profile_get_fingerprint(p), &out->caches);
-  int n = lm_profile_nterms(p);
+  int n = lm_profile_nterms(p), wide_twins = 0;
+  double wide_call = -1;
   for (int i = 0; i < n; i++) {
     const lm_profile_term *t = lm_profile_term_at(p, i);
     double x = vec ? vec[i] : t->coef;
@@ -43,10 +44,19 @@ static lm_status coefs_from(const lm_profile *p, const double *vec,
       out->join = x;
       continue;
     }
+    if (strcmp(t->name, "wide_call") == 0) {
+      wide_call = x;
+      continue;
+    }
     int k = lm_term_lookup(t->name);
     if (k >= 0)
-      out->theta[k] = x;
+      out->theta[k] = x, wide_twins |= k >= LM_T_FIRST_WMATH && k <= LM_T_LAST_WMATH;
   }
+  /* a profile of model form 8 or older: one width term added to every
+   * routine's call, as those forms priced a wide call */
+  if (wide_call >= 0 && !wide_twins)
+    for (int k = LM_T_FIRST_MATH; k <= LM_T_LAST_MATH; k++)
+      out->theta[LM_T_WIDE_MATH(k)] = out->theta[k] + wide_call;
   return LM_OK;
 }
 

@@ -46,10 +46,9 @@ static const struct {
     {LM_T_SHUFFLE, 1, "ns/op"},      {LM_T_HRED, 3, "ns/step"},
     /* a lane-crossing shuffle: 3 cycles of latency against 1 (uops.info,
      * vpermps vs vshufps); 512-bit ALU ops issue on 2 ports instead of 3
-     * (port 1 is fused for zmm), about half an op more; a 16-lane SLEEF
-     * call about half a 8-lane one more */
+     * (port 1 is fused for zmm), about half an op more (the wide math
+     * calls: WIDE_CALL below) */
     {LM_T_HREDX, 2, "ns/step"},      {LM_T_WIDE, 0.5, "ns/op"},
-    {LM_T_WCALL, 10, "ns/call"},
     {LM_T_STEP, 1, "ns/step"},       {LM_T_MSTEP, 3, "ns/step"},
     /* a masked instruction beyond its unmasked form: AVX-512's merge
      * masking adds a dependency on the destination, not an operation
@@ -64,8 +63,20 @@ static const struct {
     {LM_T_B_L3, 1.0 / 16, "ns/byte"}, {LM_T_B_DRAM, 1.0 / 8, "ns/byte"},
 };
 
+/* A call in code wider than a register (AVX-512's 16 lanes): its
+ * routine's narrow default times this, a 16-lane SLEEF call being about
+ * half an 8-lane one more (the single width term of model forms up to 8
+ * charged 10 cycles on top of SLEEF's 20-cycle exp).  Calibration fits
+ * each routine's own: libmvec's 16-lane erf costs about its 8-lane one. */
+#define WIDE_CALL 1.5
+
 void lm_term_default(lm_term t, double *coef, double *lo, double *hi,
                      const char **unit) {
+  if (t >= LM_T_FIRST_WMATH && t <= LM_T_LAST_WMATH) {
+    lm_term_default((lm_term)(t - LM_T_FIRST_WMATH + LM_T_FIRST_MATH), coef, lo, hi, unit);
+    *coef *= WIDE_CALL, *lo *= WIDE_CALL, *hi *= WIDE_CALL;
+    return;
+  }
   for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
     if (defaults[i].t == t) {
       *coef = defaults[i].cycles * CYCLE;
@@ -98,9 +109,9 @@ void lm_calib_defaults(lm_calib_opts *o) {
  * the core's scalar load (store).  At the x86 defaults' ~3 GHz.  The
  * other terms (math, memory, steps, tasks) keep the x86 defaults.
  * The width terms: NEON's W = 8 is a pair of registers, so wide512 is one
- * more vector op per instruction and wide_call the mean of math=ir's four
- * per-call defaults (the routine runs on each half); SVE code is never
- * wider than its register, and no AArch64 core has AVX-512's port fusion. */
+ * more vector op per instruction and a wide math call two narrow ones
+ * (the routine runs on each half); SVE code is never wider than its
+ * register, and no AArch64 core has AVX-512's port fusion. */
 enum { A64_NEON, A64_SVE128, A64_SVE256, A64_SVE512, A64__COUNT };
 static const struct {
   lm_term t;
@@ -119,7 +130,6 @@ static const struct {
     {LM_T_SHUFFLE, {0.50, 0.25, 0.50, 1.00}},
     {LM_T_HRED, {1.00, 0.50, 1.00, 1.00}},
     {LM_T_WIDE, {0.50, 0, 0, 0}},
-    {LM_T_WCALL, {15, 0, 0, 0}},
 };
 
 static void default_for(lm_isa isa, lm_term t, lm_profile_term *pt) {
@@ -132,6 +142,16 @@ static void default_for(lm_isa isa, lm_term t, lm_profile_term *pt) {
                                  : -1;
   if (a < 0)
     return;
+  if (t >= LM_T_FIRST_WMATH && t <= LM_T_LAST_WMATH) { /* NEON pairs only */
+    double narrow, nlo, nhi;
+    const char *u;
+    lm_term_default((lm_term)(t - LM_T_FIRST_WMATH + LM_T_FIRST_MATH), &narrow, &nlo, &nhi, &u);
+    pt->coef = a == A64_NEON ? 2 * narrow : 0;
+    pt->lo = pt->coef / 20;
+    if (pt->coef > 0)
+      pt->hi = pt->coef * 20;
+    return;
+  }
   for (size_t i = 0; i < sizeof aarch64_defaults / sizeof aarch64_defaults[0]; i++)
     if (aarch64_defaults[i].t == t) {
       pt->coef = aarch64_defaults[i].cycles[a] * CYCLE;

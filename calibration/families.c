@@ -157,6 +157,15 @@ static int64_t cols_for(int64_t bytes, int bufs, int W) {
   return C > 1024 ? 1024 : C < W ? W : C;
 }
 
+/* The math routines every provider is timed on (sigmoid is exp and a
+ * division, and has no routine of its own). */
+static const struct {
+  const char *name, *src;
+  lm_op op;
+} fns[] = {{"exp", src_exp, LM_OP_EXP},    {"erf", src_erf, LM_OP_ERF},
+           {"tanh", src_tanh, LM_OP_TANH}, {"log", src_log, LM_OP_LOG},
+           {"sin", src_sin, LM_OP_SIN}};
+
 int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
                      lm_calib_bench **out) {
   List l = {.isa = isa, .W = lm_isa_lanes(isa, LM_F32, 1)};
@@ -331,12 +340,6 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
 
   /* the other math providers' routines, on the same sizes: one term each
    * (exp_mvec prices vexp_mvec, ...) */
-  static const struct {
-    const char *name, *src;
-    lm_op op;
-  } fns[] = {{"exp", src_exp, LM_OP_EXP},    {"erf", src_erf, LM_OP_ERF},
-             {"tanh", src_tanh, LM_OP_TANH}, {"log", src_log, LM_OP_LOG},
-             {"sin", src_sin, LM_OP_SIN}};
   for (int mp = LM_MATH_SLEEF + 1; mp < LM_MATH__COUNT; mp++)
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
       if (!lm_vmath_bound_of(mp, fns[i].op, LM_F32, NULL))
@@ -380,7 +383,8 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
 
   /* register width: where the ISA has two widths for f32 (AVX-512: zmm
    * and ymm), the same kernels at the narrow width, so the fit can tell a
-   * 512-bit instruction's cost from two 256-bit ones (wide512, wide_call) */
+   * 512-bit instruction's cost from two 256-bit ones (wide512) and a math
+   * call's two widths apart (vexp and vexp_wide, ...) */
   int Wn = lm_isa_lanes(isa, LM_F32, 0);
   if (Wn > 0 && Wn < W) {
     snprintf(m, sizeof m, "w%d/l%d/t1", Wn, Wn);
@@ -401,14 +405,28 @@ int lm_calib_benches(lm_isa isa, int quick, const lm_caches *c,
     add(&l, "narrow_copy_l3", "width", src_copy, m, rows_for(B3, 1024, 2, W), 1024);
     add(&l, "narrow_triad_l3", "width", src_triad, m, rows_for(B3, 1024, 3, W), 1024);
     add(&l, "narrow_alu", "width", src_alu, m, rows_for(c->l1 / 3, 256, 2, W), 256);
-    add(&l, "narrow_exp", "width", src_exp, m, rows_for(c->l1 / 3, 256, 2, W), 256);
-    add(&l, "narrow_erf", "width", src_erf, m, rows_for(c->l1 / 3, 256, 2, W), 256);
     add(&l, "narrow_div", "width", src_div, m, rows_for(c->l1 / 3, 256, 2, W), 256);
     add(&l, "narrow_loop_c4w", "width", src_copy, m, 2048, 4 * Wn);
     snprintf(m, sizeof m, "w%d/l1/glob=gather/t1", Wn);
     add(&l, "narrow_glob_gather_rows4k", "width", src_copy, m, 4 * W, 1024);
     snprintf(m, sizeof m, "w%d/l%d/priv=slot/phase=snapshot/t1", Wn, Wn);
     add(&l, "narrow_predicate_slot", "width", src_priv, m, 2048, 2 * Wn + 3);
+    /* every provider's routines at the narrow width, on the sizes of
+     * their wide benchmarks: a call's two widths are two terms
+     * (narrow_exp prices vexp, exp prices vexp_wide) */
+    for (int mp = 0; mp < LM_MATH__COUNT; mp++)
+      for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        if (!lm_vmath_bound_of(mp, fns[i].op, LM_F32, NULL))
+          continue;
+        if (mp == LM_MATH_SLEEF) {
+          snprintf(m, sizeof m, "w%d/l%d/t1", Wn, Wn);
+          snprintf(name, sizeof name, "narrow_%s", fns[i].name);
+        } else {
+          snprintf(m, sizeof m, "w%d/l%d/math=%s/t1", Wn, Wn, lm_math_name(mp));
+          snprintf(name, sizeof name, "narrow_%s_%s", fns[i].name, lm_math_name(mp));
+        }
+        add(&l, name, "width", fns[i].src, m, rows_for(c->l1 / 3, 256, 2, W), 256);
+      }
   }
 
   /* composition check */

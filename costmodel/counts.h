@@ -34,7 +34,7 @@ typedef struct lm_cost_counts {
   double gather_tail[LM_COST_MAX_BUFS];
   double nred;                    /* reductions finalised per packet */
   double nred_cross;              /* butterfly stages crossing 128 bits, per reduction */
-  int wide;                       /* 512-bit registers: wide512 and wide_call count */
+  int wide;                       /* wider than a register: wide512 and the wide math twins count */
   int nbuf;
   struct {
     lm_cost_buf kind;

@@ -50,8 +50,9 @@ int lm_term_lookup(const char *name) {
  * 6: the workers' late join; 7: the fork-join round measured, pool claims
  * outside the compute/memory bottleneck; 8: math=ir's erf a rational
  * function (verf_ir), a division by a launch-fixed value not counted per
- * row (vdiv) */
-#define LM_MODEL_FORM "form-8"
+ * row (vdiv); 9: a wide math call is its routine's wide twin, not the
+ * narrow call plus one shared wide_call */
+#define LM_MODEL_FORM "form-9"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
@@ -105,6 +106,9 @@ static int new_span(Cx *c, int param, int row) {
 static int is_float_op(const lm_node *nd) {
   return nd->dtype == LM_F32 || nd->dtype == LM_F64;
 }
+
+_Static_assert(LM_T_LAST_WMATH - LM_T_FIRST_WMATH == LM_T_LAST_MATH - LM_T_FIRST_MATH,
+               "every math term has one wide twin (LM_T_WIDE_MATH)");
 
 int lm_term_math(lm_math m, lm_op op) {
   /* rows: lm_math; columns: exp, log, tanh, erf, sin/cos */
@@ -459,7 +463,7 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
   for (int st = c.L / 2; st >= 1; st /= 2)
     pl->nred_cross += st * esize >= 16;
   /* vectors wider than the target's plain register: AVX-512's zmm, a NEON
-   * pair (the extra instructions: wide512 and wide_call) */
+   * pair (the extra instructions: wide512; the math calls: the wide twins) */
   pl->wide = c.W * esize > lm_isa_base_bytes(v->isa);
   int nsnap = 0;
   for (int l = 0; l < sch.nloops; l++)
@@ -589,8 +593,8 @@ void lm_cost_counts_bytes(const lm_cost_counts *pl, const lm_shape *s, const lm_
 }
 
 /* The instructions of code wider than the target's register (wide512:
- * AVX-512's zmm, NEON's pairs); its math calls, every provider's, are
- * priced by wide_call. */
+ * AVX-512's zmm, NEON's pairs); its math calls are priced by each
+ * routine's wide twin (LM_T_WIDE_MATH). */
 const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS] = {
     LM_T_VOP,      LM_T_VLOAD,    LM_T_VSTORE, LM_T_SEGLOAD, LM_T_SEGSTORE,
     LM_T_MASKLOAD, LM_T_MASKSTORE, LM_T_BLEND, LM_T_SHUFFLE, LM_T_HRED};
@@ -615,13 +619,14 @@ void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
   n[LM_T_VOP] += P * (pl->U - 1) * pl->nred;
   n[LM_T_HRED] += P * ilog2(pl->L) * pl->nred;
   n[LM_T_HREDX] += P * pl->nred_cross * pl->nred;
-  /* width: what a 512-bit instruction or math call costs beyond its
-   * 256-bit form (port and frequency effects), on the same counts */
+  /* width: what a 512-bit instruction costs beyond its 256-bit form
+   * (port and frequency effects), on the same counts; a wide math call is
+   * its routine's wide twin instead */
   if (pl->wide) {
     for (int i = 0; i < LM_COST_NWIDE_INS; i++)
       n[LM_T_WIDE] += n[lm_cost_wide_ins[i]];
     for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
-      n[LM_T_WCALL] += n[t];
+      n[LM_T_WIDE_MATH(t)] = n[t], n[t] = 0;
   }
   out->steps_main = Pf * st.full * pl->nloops;
   out->steps_tail = (Pf * st.tail + (P - Pf) * S) * pl->nloops;

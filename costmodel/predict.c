@@ -171,7 +171,7 @@ static void fast_of(const lm_coefs *c, const lm_cost_counts *pl, int workers, Fa
     for (int i = 0; i < LM_COST_NWIDE_INS; i++)
       eff[lm_cost_wide_ins[i]] += c->theta[LM_T_WIDE];
     for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
-      eff[t] += c->theta[LM_T_WCALL];
+      eff[t] = c->theta[LM_T_WIDE_MATH(t)];
   }
   memset(f, 0, sizeof *f);
   for (int t = 0; t < LM_T__COUNT; t++) {

@@ -220,7 +220,7 @@ static double roofline_ns(const lm_coefs *c, const lm_features *f,
   double par = f->par >= 1 ? f->par : 1;
   double mem = 0, comp = c->theta[LM_T_VOP] * f->n[LM_T_VOP] +
                 c->theta[LM_T_VDIV] * f->n[LM_T_VDIV];
-  for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
+  for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_WMATH; t++) /* both widths */
     comp += c->theta[t] * f->n[t];
   for (int t = LM_T_FIRST_MEM; t < LM_T__COUNT; t++)
     mem += c->theta[t] * f->n[t] / (t == LM_T_B_DRAM ? 1 : par);

@@ -512,11 +512,14 @@ Test(aarch64, named_defaults_are_the_scheduling_models_table) {
   cr_expect_eq(pclose(pp), 0, "%s failed", cmd);
   cr_expect_eq(rows, 44, "4 targets x 11 terms, got %d rows", rows);
   cr_expect_gt(coef(LM_ISA_NEON, LM_T_WIDE), 0, "NEON's pairs");
-  cr_expect_gt(coef(LM_ISA_NEON, LM_T_WCALL), 0, "NEON's pairs");
+  for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
+    cr_expect_float_eq(coef(LM_ISA_NEON, LM_T_WIDE_MATH(t)), 2 * coef(LM_ISA_NEON, t), 1e-9,
+                       "NEON's pairs: %s runs on each half", lm_term_name(t));
   const lm_isa sve[] = {LM_ISA_SVE128, LM_ISA_SVE256, LM_ISA_SVE512};
   for (int i = 0; i < 3; i++) {
     cr_expect_eq(coef(sve[i], LM_T_WIDE), 0, "%s", lm_isa_name(sve[i]));
-    cr_expect_eq(coef(sve[i], LM_T_WCALL), 0, "%s", lm_isa_name(sve[i]));
+    for (int t = LM_T_FIRST_WMATH; t <= LM_T_LAST_WMATH; t++)
+      cr_expect_eq(coef(sve[i], t), 0, "%s %s", lm_isa_name(sve[i]), lm_term_name(t));
   }
   cr_expect_gt(coef(LM_ISA_AVX512, LM_T_WIDE), 0);
 }

@@ -40,7 +40,7 @@ Test(counts, packet_local_swiglu_matches_hand_counts) {
   lm_features f = count(k, "x86-64-v4/w16/l16/t1", 2, 64);
   cr_expect_eq(f.n[LM_T_VLOAD], 16);
   cr_expect_eq(f.n[LM_T_VSTORE], 8);
-  cr_expect_eq(f.n[LM_T_VEXP], 8);
+  cr_expect_eq(f.n[LM_T_VEXPW], 8, "16-lane calls: the wide twin");
   cr_expect_eq(f.n[LM_T_VDIV], 8 * 16, "division counts lanes");
   cr_expect_eq(f.n[LM_T_VOP], 8 * 4);
   cr_expect_eq(f.n[LM_T_STEP], 8);
@@ -160,11 +160,15 @@ Test(counts, wide512_counts_the_instructions_of_zmm_code_only) {
                f.n[LM_T_MASKSTORE] + f.n[LM_T_SHUFFLE] + f.n[LM_T_HRED];
   cr_expect_eq(f.n[LM_T_WIDE], ins);
   cr_expect_eq(f.n[LM_T_WIDE], 16 + 8 + 32, "2 loads, 1 store and 4 ops in 8 steps");
-  cr_expect_eq(f.n[LM_T_WCALL], 8, "one exp per step");
+  cr_expect_eq(f.n[LM_T_VEXPW], 8, "one wide exp per step");
+  cr_expect_eq(f.n[LM_T_VEXP], 0, "no narrow call in zmm code");
   lm_features g = count(k, "x86-64-v4/w8/l8/t1", 2, 64);
   cr_expect_eq(g.n[LM_T_WIDE], 0);
-  cr_expect_eq(g.n[LM_T_WCALL], 0);
+  cr_expect_eq(g.n[LM_T_VEXPW], 0);
   cr_expect_eq(g.n[LM_T_VEXP], 16);
+  lm_features h = count(k, "x86-64-v4/w16/l16/math=mvec/t1", 2, 64);
+  cr_expect_eq(h.n[LM_T_VEXPMVW], 8, "each provider's routine has its own wide twin");
+  cr_expect_eq(h.n[LM_T_VEXPW] + h.n[LM_T_VEXPMV], 0);
   lm_kernel_free(k);
 }
 
@@ -639,5 +643,31 @@ Test(calibration, the_uncalibrated_defaults_hold_the_terms_on_trial_at_zero) {
     }
   }
   cr_expect_eq(tried, 2, "mask_ins and spill");
+  lm_profile_free(p);
+}
+
+Test(calibration, a_profile_of_the_single_width_term_still_prices_wide_calls) {
+  /* model forms up to 8 priced a wide call as its routine's narrow cost
+   * plus one shared wide_call; such a profile reads as that */
+  lm_error err = {0};
+  lm_profile *p = lm_profile_new("x86-64-v4", LM_PROFILE_QUICK, &err);
+  cr_assert(p, "%s", err.msg);
+  lm_profile_term a = {"vexp", "ns/call", 6, 6, 6, 6, 0, 100, false};
+  lm_profile_term b = {"verf_mvec", "ns/call", 5, 5, 5, 5, 0, 100, false};
+  lm_profile_term w = {"wide_call", "ns/call", 2, 2, 2, 2, 0, 100, false};
+  cr_assert_eq(lm_profile_add_term(p, &a, &err), LM_OK);
+  cr_assert_eq(lm_profile_add_term(p, &b, &err), LM_OK);
+  cr_assert_eq(lm_profile_add_term(p, &w, &err), LM_OK);
+  lm_coefs c;
+  cr_assert_eq(lm_coefs_from_profile(p, &c, &err), LM_OK, "%s", err.msg);
+  cr_expect_float_eq(c.theta[LM_T_VEXPW], 8, 1e-12);
+  cr_expect_float_eq(c.theta[LM_T_VERFMVW], 7, 1e-12);
+  cr_expect_float_eq(c.theta[LM_T_VEXP], 6, 1e-12, "the narrow call keeps its cost");
+  /* with wide twins of its own, a profile's wide_call is not used */
+  lm_profile_term t = {"vexp_wide", "ns/call", 7, 7, 7, 7, 0, 100, false};
+  cr_assert_eq(lm_profile_add_term(p, &t, &err), LM_OK);
+  cr_assert_eq(lm_coefs_from_profile(p, &c, &err), LM_OK, "%s", err.msg);
+  cr_expect_float_eq(c.theta[LM_T_VEXPW], 7, 1e-12);
+  cr_expect_float_eq(c.theta[LM_T_VERFMVW], 0, 1e-12);
   lm_profile_free(p);
 }

@@ -38,6 +38,25 @@ extern "C" {
   X(VLOGIR, "vlog_ir", "inline vector log routines (math=ir)")                 \
   X(VTANHIR, "vtanh_ir", "inline vector tanh routines (math=ir)")              \
   X(VERFIR, "verf_ir", "inline vector erf routines (math=ir)")                 \
+  /* the same routines in code wider than a register (AVX-512's zmm,   \
+   * NEON's pairs): the whole call, priced apart from the narrow one */  \
+  X(VEXPW, "vexp_wide", "wide vector exp calls, sleef-u10")                     \
+  X(VLOGW, "vlog_wide", "wide vector log calls, sleef-u10")                     \
+  X(VTANHW, "vtanh_wide", "wide vector tanh calls, sleef-u10")                  \
+  X(VERFW, "verf_wide", "wide vector erf calls, sleef-u10")                     \
+  X(VSINCOSW, "vsincos_wide", "wide vector sin and cos calls, sleef-u10")       \
+  X(VLOG35W, "vlog_u35_wide", "wide vector log calls, sleef-u35")               \
+  X(VTANH35W, "vtanh_u35_wide", "wide vector tanh calls, sleef-u35")            \
+  X(VSINCOS35W, "vsincos_u35_wide", "wide vector sin and cos calls, sleef-u35") \
+  X(VEXPMVW, "vexp_mvec_wide", "wide vector exp calls, libmvec")                \
+  X(VLOGMVW, "vlog_mvec_wide", "wide vector log calls, libmvec")                \
+  X(VTANHMVW, "vtanh_mvec_wide", "wide vector tanh calls, libmvec")             \
+  X(VERFMVW, "verf_mvec_wide", "wide vector erf calls, libmvec")                \
+  X(VSINCOSMVW, "vsincos_mvec_wide", "wide vector sin and cos calls, libmvec")  \
+  X(VEXPIRW, "vexp_ir_wide", "wide inline vector exp routines (math=ir)")       \
+  X(VLOGIRW, "vlog_ir_wide", "wide inline vector log routines (math=ir)")       \
+  X(VTANHIRW, "vtanh_ir_wide", "wide inline vector tanh routines (math=ir)")    \
+  X(VERFIRW, "verf_ir_wide", "wide inline vector erf routines (math=ir)")       \
   X(VLOAD, "vload", "contiguous vector loads (global and private slots)")       \
   X(VSTORE, "vstore", "contiguous vector stores")                               \
   X(SEGLOAD, "segload", "segment loads of L < W lanes (partial packets)")       \
@@ -52,7 +71,6 @@ extern "C" {
   X(HRED, "hreduce", "horizontal reduction steps (one butterfly stage)")        \
   X(HREDX, "hreduce_cross", "butterfly stages that cross 128-bit lanes (extra)") \
   X(WIDE, "wide512", "vector instructions wider than a register: zmm, NEON pairs (extra)") \
-  X(WCALL, "wide_call", "vector math calls wider than a register (extra)")      \
   X(SPILL, "spill", "estimated vector spills and reloads (register pressure)")   \
   X(STEP, "step", "unmasked loop steps (index math and branch)")                \
   X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
@@ -72,9 +90,16 @@ typedef enum lm_term {
   LM_T__COUNT
 } lm_term;
 
-/* The vector math terms: one per provider and routine, contiguous. */
+/* The vector math terms: one per provider and routine, contiguous, at
+ * the register's width; then their wide twins in the same order (a call
+ * in code wider than a register is one term, not the narrow call plus an
+ * extra: libmvec's 16-lane erf costs about what its 8-lane one does,
+ * SLEEF's about twice, docs/costmodel.md "Vector math at two widths"). */
 #define LM_T_FIRST_MATH LM_T_VEXP
 #define LM_T_LAST_MATH LM_T_VERFIR
+#define LM_T_FIRST_WMATH LM_T_VEXPW
+#define LM_T_LAST_WMATH LM_T_VERFIRW
+#define LM_T_WIDE_MATH(t) ((lm_term)((t) - LM_T_FIRST_MATH + LM_T_FIRST_WMATH))
 /* The term of provider m's routine for math op (exp, log, tanh, erf, sin,
  * cos; sigmoid is exp), or -1 if m has no such routine. */
 int lm_term_math(lm_math m, lm_op op);
