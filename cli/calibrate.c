@@ -95,9 +95,16 @@ void cli_print_profile(const lm_profile *p, double seconds) {
   cJSON_ArrayForEach(c, cJSON_GetObjectItem(x, "term_trials")) {
     double w = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "lofo_with"));
     double wo = cJSON_GetNumberValue(cJSON_GetObjectItem(c, "lofo_without"));
+    /* the paired rise per family and its standard error (profiles
+     * written before the paired rule have neither) */
+    cJSON *g = cJSON_GetObjectItem(c, "lofo_gain"), *se = cJSON_GetObjectItem(c, "lofo_gain_se");
+    char paired[96] = "";
+    if (cJSON_IsNumber(g) && cJSON_IsNumber(se))
+      snprintf(paired, sizeof paired, ", rise per family %+.2f +- %.2f points",
+               100 * g->valuedouble, 100 * se->valuedouble);
     printf("term on trial %-10s leave-one-family-out error %.1f%% with it, "
-           "%.1f%% without: %s\n",
-           cJSON_GetStringValue(cJSON_GetObjectItem(c, "term")), 100 * w, 100 * wo,
+           "%.1f%% without%s: %s\n",
+           cJSON_GetStringValue(cJSON_GetObjectItem(c, "term")), 100 * w, 100 * wo, paired,
            cJSON_IsTrue(cJSON_GetObjectItem(c, "kept")) ? "kept" : "fixed at 0");
   }
   cJSON_Delete(x);

@@ -646,6 +646,38 @@ Test(calibration, the_uncalibrated_defaults_hold_the_terms_on_trial_at_zero) {
   lm_profile_free(p);
 }
 
+Test(calibration, a_term_on_trial_stays_only_when_the_families_agree_it_helps) {
+  /* leave-one-family-out scores of 11 families with and without a term */
+  double with[11], without[11], gain, se;
+  int k;
+  /* every family a little better with it (0.5 points of 28%) */
+  for (int f = 0; f < 11; f++)
+    with[f] = 0.28 + 0.01 * (f % 3), without[f] = with[f] + 0.005 + 0.0005 * (f % 2);
+  cr_expect(lm_term_trial_keeps(with, without, 11, &gain, &se, &k), "a consistent rise");
+  cr_expect_eq(k, 11);
+  cr_expect_float_eq(gain, 0.005 + 0.0005 * 5 / 11, 1e-12);
+  cr_expect_lt(se, 0.0005);
+  /* the same mean rise from one family alone: 2.5 points above the 1%
+   * margin, but the other families say nothing (the `spill` trial of the
+   * quick calibrations kept by the margin alone) */
+  for (int f = 0; f < 11; f++)
+    without[f] = with[f] + (f == 4 ? 0.055 : 0.0) - (f == 7 ? 0.0025 : 0.0);
+  cr_expect_not(lm_term_trial_keeps(with, without, 11, &gain, &se, &k), "gain %.4f +- %.4f",
+                gain, se);
+  cr_expect_gt(gain, 0.01 * 0.29, "above the margin alone");
+  /* a consistent rise below 1% of the score: not worth a term */
+  for (int f = 0; f < 11; f++)
+    without[f] = with[f] + 0.001;
+  cr_expect_not(lm_term_trial_keeps(with, without, 11, &gain, &se, &k));
+  /* an unscored family (NAN) is left out of the pairing; one pair is no
+   * evidence */
+  for (int f = 0; f < 11; f++)
+    with[f] = f == 0 ? 0.3 : NAN, without[f] = 0.5;
+  cr_expect_not(lm_term_trial_keeps(with, without, 11, &gain, &se, &k));
+  cr_expect_eq(k, 1);
+  cr_expect(isinf(se));
+}
+
 Test(calibration, a_profile_of_the_single_width_term_still_prices_wide_calls) {
   /* model forms up to 8 priced a wide call as its routine's narrow cost
    * plus one shared wide_call; such a profile reads as that */

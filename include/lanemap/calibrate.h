@@ -71,6 +71,16 @@ void lm_term_default(lm_term t, double *coef, double *lo, double *hi,
  * at 0 (their named default is the fit's prior, not a price). */
 int lm_term_on_trial(lm_term t);
 
+/* The verdict on a term on trial, from each family's leave-one-family-out
+ * score (mean |log(predicted / measured)| of its rows) with the term and
+ * without it, NAN for a family left unscored: kept (1) when the mean
+ * over families of the paired rise without - with is at least 1% of the
+ * mean score without the term and at least two standard errors of that
+ * mean.  *gain gets the mean rise, *se its standard error (INFINITY below
+ * two families), *families (if not NULL) how many were paired. */
+int lm_term_trial_keeps(const double *with, const double *without, int nfam,
+                        double *gain, double *se, int *families);
+
 /* The uncalibrated default profile: every coefficient a named default
  * (see calibration/defaults.c), for the "default profile" baseline. */
 lm_status lm_profile_default(lm_isa isa, lm_give lm_profile **out,
