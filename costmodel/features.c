@@ -44,15 +44,18 @@ int lm_term_lookup(const char *name) {
 }
 
 /* The model form's revision: bump it when the meaning of a term or the way
- * terms combine changes without the term list changing. */
+ * terms combine changes without the term list changing, or when the way
+ * calibration decides which terms a profile uses changes (a cached
+ * profile then holds the old decision). */
 /* 4: task counts pool claims; 5: splits (static, dynK), the busiest
  * worker's share from lm_variant_cut, parallel calibration rows per worker;
  * 6: the workers' late join; 7: the fork-join round measured, pool claims
  * outside the compute/memory bottleneck; 8: math=ir's erf a rational
  * function (verf_ir), a division by a launch-fixed value not counted per
  * row (vdiv); 9: a wide math call is its routine's wide twin, not the
- * narrow call plus one shared wide_call */
-#define LM_MODEL_FORM "form-9"
+ * narrow call plus one shared wide_call; 10: the terms on trial decided by
+ * the families' paired rise (lm_term_trial_keeps), not the margin alone */
+#define LM_MODEL_FORM "form-10"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
