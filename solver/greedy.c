@@ -184,17 +184,20 @@ int lm_solve_threshold_set(int nb, int nv, const double *wc, const int *set,
   return bq >= 0;
 }
 
-/* Gain of compiling v in kernel k given the current per-bucket best. */
+/* Gain of compiling v in kernel k given the current per-bucket best: the
+ * buckets it would cover (none compiled yet covers them), the weighted
+ * time it would take there, and what it would save on the covered ones. */
 static void gain(int nb, int nv, const double *wc, const double *best, int v,
-                 int *cover, double *save) {
+                 int *cover, double *fill, double *save) {
   *cover = 0;
+  *fill = 0;
   *save = 0;
   for (int s = 0; s < nb; s++) {
     double c = wc[s * nv + v];
     if (!isfinite(c))
       continue;
     if (!isfinite(best[s]))
-      ++*cover;
+      ++*cover, *fill += c;
     else if (c < best[s])
       *save += best[s] - c;
   }
@@ -212,12 +215,13 @@ lm_status lm_solve_greedy(const lm_solve_problem *p, const lm_solve_opts *o,
   int *cnt = calloc((size_t)nk, sizeof(int));
   int *cover = malloc(sizeof(int) * (size_t)vs[nk]);
   double *save = malloc(sizeof(double) * (size_t)vs[nk]);
+  double *fill = malloc(sizeof(double) * (size_t)vs[nk]);
   long wcn = 0;
   for (int k = 0; k < nk; k++)
     wcn += (long)p->kernel[k].nbuckets * p->kernel[k].nvariants;
   wc = malloc(sizeof(double) * (size_t)wcn);
   long *wo = malloc(sizeof(long) * (size_t)(nk + 1));
-  if (!wc || !best || !cnt || !cover || !save || !wo) {
+  if (!wc || !best || !cnt || !cover || !save || !fill || !wo) {
     st = lm_error_set(err, LM_ESYS, "solver: out of memory");
     goto error;
   }
@@ -232,7 +236,7 @@ lm_status lm_solve_greedy(const lm_solve_problem *p, const lm_solve_opts *o,
   for (int k = 0; k < nk; k++)
     for (int v = 0; v < p->kernel[k].nvariants; v++)
       gain(p->kernel[k].nbuckets, p->kernel[k].nvariants, wc + wo[k],
-           best + bs[k], v, &cover[vs[k] + v], &save[vs[k] + v]);
+           best + bs[k], v, &cover[vs[k] + v], &fill[vs[k] + v], &save[vs[k] + v]);
   double spent = 0;
   int budget = p->budget >= 0;
   for (;;) {
@@ -249,9 +253,13 @@ lm_status lm_solve_greedy(const lm_solve_problem *p, const lm_solve_opts *o,
           continue;
         if (cover[i] == 0 && save[i] <= 0)
           continue;
-        /* while buckets are uncovered, the cheapest compile among the
-         * widest covers; then the largest saving (per ms with a budget) */
-        double score = cover[i] > 0 ? -cc
+        /* while buckets are uncovered, among the widest covers the
+         * cheapest compile under a compile budget (it must fit), else the
+         * fastest on the buckets it covers (with a cap of one variant per
+         * kernel the first pick is the plan: the cheapest compile alone
+         * made it the enumeration's first variant); then the largest
+         * saving (per ms with a budget) */
+        double score = cover[i] > 0 ? (budget ? -cc : -fill[i])
                        : budget     ? save[i] / fmax(cc, 1e-9)
                                     : save[i];
         int bc = bk < 0 ? -1 : cover[vs[bk] + bv];
@@ -277,7 +285,7 @@ lm_status lm_solve_greedy(const lm_solve_problem *p, const lm_solve_opts *o,
     }
     for (int v = 0; v < K->nvariants; v++)
       gain(K->nbuckets, K->nvariants, wc + wo[bk], best + bs[bk], v,
-           &cover[vs[bk] + v], &save[vs[bk] + v]);
+           &cover[vs[bk] + v], &fill[vs[bk] + v], &save[vs[bk] + v]);
   }
   for (int i = 0; i < bs[nk]; i++)
     if (r->choice[i] < 0) {
@@ -325,6 +333,7 @@ lm_status lm_solve_greedy(const lm_solve_problem *p, const lm_solve_opts *o,
   free(cnt);
   free(cover);
   free(save);
+  free(fill);
   free(wo);
   return LM_OK;
 error:
@@ -333,6 +342,7 @@ error:
   free(cnt);
   free(cover);
   free(save);
+  free(fill);
   free(wo);
   lm_solve_result_free(r);
   return st;

@@ -350,6 +350,55 @@ Test(solver, the_greedy_plan_is_feasible_and_no_better_than_the_optimum) {
   }
 }
 
+/* With one variant per kernel and no compile budget the first pick is the
+ * plan, so greedy must pick by run time: it once took the cheapest compile
+ * among the variants that cover every bucket, the enumeration's first on
+ * a real workload, and a robust solve that timed out kept that plan (967%
+ * regret on held-out shapes).  Single and several cost scenarios (robust
+ * mode averages them). */
+Test(solver, with_a_cap_of_one_the_greedy_plan_is_the_fastest_cover) {
+  uint64_t s = 11;
+  int compared = 0;
+  for (int it = 0; it < 200; it++) {
+    Inst in;
+    int nsc = it % 2 ? 3 : 1;
+    inst_random(&in, &s, rng_int(&s, 1, 2), 4, 4, nsc, 0, 0);
+    for (int k = 0; k < in.p.nkernels; k++)
+      in.k[k].cap = 1;
+    lm_solve_opts o;
+    lm_solve_defaults(&o);
+    o.robust = nsc > 1;
+    lm_solve_result g, br;
+    lm_error e = {0};
+    cr_assert_eq(lm_solve_brute(&in.p, &o, &br, &e), LM_OK, "%s", e.msg);
+    cr_assert_eq(lm_solve_greedy(&in.p, &o, NULL, &g, &e), LM_OK, "%s", e.msg);
+    double obj;
+    cr_assert_eq(lm_solve_check(&in.p, &o, &g, &obj, &e), LM_OK, "%s", e.msg);
+    if (!o.robust) /* robust: greedy minimises the mean, brute the worst case */
+      cr_assert(rel_eq(obj, br.objective), "instance %d: greedy %.17g, optimum %.17g",
+                it, obj, br.objective);
+    else
+      cr_assert(obj >= br.objective * (1 - 1e-9));
+    compared += !o.robust;
+    lm_solve_result_free(&g);
+    lm_solve_result_free(&br);
+    inst_free(&in);
+  }
+  cr_assert_eq(compared, 100);
+  /* the slowest variant compiles cheapest: greedy does not take it */
+  static double w[2] = {1, 1}, c[2 * 3] = {50, 9, 3, 50, 9, 3}, cc[3] = {1, 2, 9};
+  lm_solve_kernel k = {2, 3, w, c, cc, 1};
+  lm_solve_problem p = {1, &k, 1, -1};
+  lm_solve_opts o;
+  lm_solve_defaults(&o);
+  lm_solve_result g;
+  lm_error e = {0};
+  cr_assert_eq(lm_solve_greedy(&p, &o, NULL, &g, &e), LM_OK, "%s", e.msg);
+  cr_expect_eq(g.choice[0], 2);
+  cr_expect_eq(g.choice[1], 2);
+  lm_solve_result_free(&g);
+}
+
 /* A finite weight whose product with a cost overflows (1e308 x ns) is
  * refused as bad input by every method, before any sum becomes infinite
  * and leaves a bucket without a variant. */
