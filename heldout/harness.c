@@ -650,6 +650,7 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
   oo.timing.pool = o->pool ? o->pool : lm_pool_shared();
   lm_data *d = NULL;
   lm_oracle *orc = NULL;
+  lm_verifier *ver = NULL;
   uint64_t *args = NULL;
   Launch *ls = calloc((size_t)ek->nv + 1, sizeof *ls);
   lm_timed *items = calloc((size_t)ek->nv + 1, sizeof *items);
@@ -668,11 +669,13 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
     st = lm_error_set(err, LM_ESYS, "out of memory");
     goto done;
   }
+  if ((st = lm_verifier_new(ek->k, d, orc, &ver, err)) != LM_OK)
+    goto done;
   for (int i = 0; i < ek->nv; i++) {
     lm_verify_result vr;
     lm_error verr = {0};
     c->v[i].verified =
-        lm_verify(ek->k, ek->c[i], d, orc, o->pool, &vr, &verr) == LM_OK;
+        lm_verifier_run(ver, ek->c[i], o->pool, &vr, &verr) == LM_OK;
     c->v[i].measured = NAN;
     if (c->v[i].verified) {
       Launch *l = &ls[i];
@@ -706,6 +709,7 @@ lm_status lm_eval_case_measure(const lm_eval_opts *o, const lm_eval_kernel *ek,
   if (failures)
     *failures = bad;
 done:
+  lm_verifier_free(ver);
   free(args);
   free(ls);
   free(items);

@@ -65,6 +65,40 @@ static void note_bad(lm_compare_result *r, int p, int64_t i, double got,
   }
 }
 
+/* An f32 output in one tight loop: a written element whose value and
+ * answer are both finite is judged here, by the rule element_ok applies to
+ * it; anything else (a non-finite value, an unwritten element) goes
+ * through element_ok or sentinel_ok.  Verification runs this on every
+ * output element of every variant at every measured shape. */
+static void compare_f32(int p, const unsigned char *buf, const double *want,
+                        const uint8_t *written, int64_t n,
+                        lm_compare_result *r) {
+  const float *g = (const float *)buf;
+  const double atol = lm_oracle_atol(LM_F32), rtol = lm_oracle_rtol(LM_F32);
+  double mabs = r->max_abs_err, mrel = r->max_rel_err;
+  for (int64_t i = 0; i < n; i++) {
+    double w = want[i], x = g[i];
+    if (written[i] && isfinite(w) && isfinite(x)) {
+      double e = fabs(x - w), aw = fabs(w);
+      mabs = e > mabs ? e : mabs;
+      if (w != 0 && e > mrel * aw && e / aw > mrel)
+        mrel = e / aw;
+      if (!(e <= atol + rtol * aw))
+        note_bad(r, p, i, x, w);
+      continue;
+    }
+    r->max_abs_err = mabs, r->max_rel_err = mrel;
+    if (written[i]) {
+      if (!element_ok(LM_F32, x, w, r))
+        note_bad(r, p, i, x, w);
+    } else if (!sentinel_ok(buf + (size_t)i * sizeof(float), sizeof(float))) {
+      note_bad(r, p, i, x, NAN);
+    }
+    mabs = r->max_abs_err, mrel = r->max_rel_err;
+  }
+  r->max_abs_err = mabs, r->max_rel_err = mrel;
+}
+
 int64_t lm_oracle_compare(const lm_kernel *k, const lm_oracle *o,
                           const lm_data *got, lm_compare_result *res) {
   lm_compare_result r = {.first_bad = -1,
@@ -83,6 +117,11 @@ int64_t lm_oracle_compare(const lm_kernel *k, const lm_oracle *o,
       r.checked += n;
       for (int64_t i = 0; i < n; i++)
         note_bad(&r, p, i, NAN, o->want[p] ? o->want[p][i] : NAN);
+      continue;
+    }
+    if (q->dtype == LM_F32) {
+      r.checked += n;
+      compare_f32(p, buf, o->want[p], o->written[p], n, &r);
       continue;
     }
     for (int64_t i = 0; i < n; i++) {

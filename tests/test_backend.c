@@ -506,6 +506,11 @@ static void swiglu_ref(const void *args, int64_t first, int64_t count, int mode)
     y[(first + count) * C] = 0; /* one element past the end */
 }
 static void swiglu_ok(const void *a, int64_t f, int64_t n) { swiglu_ref(a, f, n, 0); }
+/* correct outputs, but it scribbles on its first input */
+static void swiglu_writes_input(const void *a, int64_t f, int64_t n) {
+  swiglu_ref(a, f, n, 0);
+  ((float *)(uintptr_t)((const uint64_t *)a)[0])[0] = 42;
+}
 static void swiglu_overrun(const void *a, int64_t f, int64_t n) { swiglu_ref(a, f, n, 1); }
 static void swiglu_off(const void *a, int64_t f, int64_t n) { swiglu_ref(a, f, n, 2); }
 
@@ -525,6 +530,39 @@ Test(verify, catches_guard_overruns_and_tolerance_misses) {
   cr_expect_gt(res.guard_bad, 0);
   cr_expect_eq(lm_verify_entry(k, swiglu_off, d, o, &res, &err), LM_EFAIL);
   cr_expect_eq(res.mismatches, 5 * 13);
+  lm_oracle_free(o);
+  lm_data_free(d);
+  lm_kernel_free(k);
+}
+
+/* One verifier, many runs on one data set: each run is judged alone, and
+ * an input a run wrote is restored before the next. */
+Test(verify, a_verifier_judges_each_run_alone_and_restores_written_inputs) {
+  lm_kernel *k = load("kernels/swiglu.lk");
+  lm_shape sh;
+  lm_error err = {0};
+  cr_assert_eq(lm_shape_bind(k, 5, 13, NULL, &sh, &err), LM_OK);
+  lm_data *d;
+  lm_oracle *o;
+  lm_verifier *v = NULL;
+  cr_assert_eq(lm_data_gen(k, &sh, 1, &d, &err), LM_OK);
+  cr_assert_eq(lm_oracle_run(k, d, &o, &err), LM_OK);
+  float x0 = ((const float *)d->buf[0])[0];
+  cr_assert_eq(lm_verifier_new(k, d, o, &v, &err), LM_OK, "%s", err.msg);
+  lm_verify_result res;
+  for (int round = 0; round < 2; round++) {
+    cr_expect_eq(lm_verifier_run_entry(v, swiglu_ok, &res, &err), LM_OK, "%s", err.msg);
+    cr_expect_eq(lm_verifier_run_entry(v, swiglu_writes_input, &res, &err), LM_EFAIL);
+    cr_expect_eq(res.inputs_changed, 1);
+    cr_expect_eq(((const float *)d->buf[0])[0], x0, "the input is restored");
+    cr_expect_eq(lm_verifier_run_entry(v, swiglu_ok, &res, &err), LM_OK, "%s", err.msg);
+    cr_expect_eq(lm_verifier_run_entry(v, swiglu_overrun, &res, &err), LM_EFAIL);
+    cr_expect_gt(res.guard_bad, 0);
+    cr_expect_eq(lm_verifier_run_entry(v, swiglu_off, &res, &err), LM_EFAIL);
+    cr_expect_eq(res.mismatches, 5 * 13);
+    cr_expect_eq(res.guard_bad, 0, "the guards are set afresh");
+  }
+  lm_verifier_free(v);
   lm_oracle_free(o);
   lm_data_free(d);
   lm_kernel_free(k);

@@ -24,11 +24,29 @@ typedef struct lm_verify_result {
 /* Run c over all instances of d (inputs from lm_data_gen) and check it
  * against o.  Returns LM_OK when everything holds, LM_EFAIL with a message
  * naming the first broken property otherwise.  d's buffers are unchanged
- * afterwards (outputs hold the variant's results). */
+ * afterwards (outputs hold the variant's results; an input the variant
+ * wrote is restored). */
 lm_status lm_verify(lm_keep const lm_kernel *k, lm_keep const lm_compiled *c,
                     lm_keep lm_data *d, lm_keep const lm_oracle *o,
                     lm_keep lm_pool *pool, lm_verify_result *res,
                     lm_error *err);
+
+/* A verifier of many variants on one data set: the guarded output buffers
+ * and a copy of d's inputs are made once, by lm_verifier_new, and each
+ * lm_verifier_run is lm_verify's check of one variant on them.  An input
+ * a variant wrote fails that variant and is restored from the copy before
+ * the next run.  k, d and o must outlive the verifier. */
+typedef struct lm_verifier lm_verifier;
+lm_status lm_verifier_new(lm_keep const lm_kernel *k, lm_keep lm_data *d,
+                          lm_keep const lm_oracle *o, lm_give lm_verifier **out,
+                          lm_error *err);
+lm_status lm_verifier_run(lm_verifier *v, lm_keep const lm_compiled *c,
+                          lm_keep lm_pool *pool, lm_verify_result *res,
+                          lm_error *err);
+/* The same for a native entry, as lm_verify_entry runs it. */
+lm_status lm_verifier_run_entry(lm_verifier *v, lm_entry_fn fn,
+                                lm_verify_result *res, lm_error *err);
+void lm_verifier_free(lm_verifier *v);
 
 /* The same check for any native entry with the lanemap ABI (hand-written
  * comparison kernels, ahead-of-time objects): fn(args, 0, R) runs once on
