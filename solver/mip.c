@@ -266,6 +266,9 @@ lm_status lm_solve_mip(const Mip *m, lm_solve_result *r, MipOut *out,
     sp.msg_lev = io.msg_lev;
     sp.tm_lim = io.tm_lim;
     glp_simplex(lp, &sp);
+    /* the relaxation's time counts against the same deadline */
+    left = m->deadline - lm_solve_now();
+    io.tm_lim = left > 0.001 ? (int)fmin(left * 1000, 2e9) : 1;
   }
   int ret = glp_intopt(lp, &io);
   int ms = glp_mip_status(lp);
