@@ -10,11 +10,13 @@
 
 #include "lanemap/cases.h"
 #include "lanemap/json.h"
+#include "lanemap/variant.h"
 
 /* The list's JSON owns the strings; the kernel paths are made here. */
 typedef struct Owner {
   cJSON *json;
-  char **paths; /* [n] resolved kernel paths */
+  char **paths;       /* [n] resolved kernel paths */
+  const char ***time; /* [n] each case's "time" list, or NULL */
   int n;
 } Owner;
 
@@ -38,11 +40,37 @@ static char *path_join(const char *dir, const char *rel) {
 }
 
 static const char *const top_fields[] = {"schema", "about", "cases", NULL};
-static const char *const case_fields[] = {"id",    "kernel", "shape",
-                                          "extra", "split",  NULL};
+static const char *const case_fields[] = {"id",    "kernel", "shape", "extra",
+                                          "split", "time",   NULL};
+
+/* "time": variant strings, each one that lm_variant_parse reads; the
+ * array of pointers into the tree is kept in *out. */
+static lm_status case_time(lm_json_rd *r, const cJSON *c, lm_case *out,
+                           const char ***keep) {
+  const cJSON *arr = NULL, *e;
+  lm_status st = lm_json_array(r, c, "time", LM_JSON_OPTIONAL, 0, 4096, &arr);
+  if (st != LM_OK || !arr)
+    return st;
+  int n = cJSON_GetArraySize(arr), i = 0;
+  if (n == 0)
+    return LM_OK;
+  if (!(*keep = calloc((size_t)n, sizeof **keep)))
+    return lm_error_set(r->err, LM_ESYS, "%s: out of memory", r->file);
+  cJSON_ArrayForEach(e, arr) {
+    lm_variant v;
+    lm_error verr = {0};
+    if ((st = lm_json_string(r, e, NULL, 0, 127, &(*keep)[i])) != LM_OK)
+      return st;
+    if (lm_variant_parse((*keep)[i], &v, &verr) != LM_OK)
+      return lm_json_error(r, e, NULL, "%s", verr.msg);
+    i++;
+  }
+  out->time = *keep, out->ntime = n;
+  return LM_OK;
+}
 
 static lm_status case_parse(lm_json_rd *r, const char *dir, const cJSON *c,
-                            lm_case *out, char **kpath) {
+                            lm_case *out, char **kpath, const char ***time) {
   const char *kernel = NULL;
   const cJSON *shape = NULL;
   lm_status st;
@@ -59,7 +87,8 @@ static lm_status case_parse(lm_json_rd *r, const char *dir, const cJSON *c,
       (st = lm_json_int(r, shape->child->next, NULL, 0, 1, INT64_C(1) << 53,
                         &out->C)) ||
       (st = lm_json_string(r, c, "extra", LM_JSON_OPTIONAL, 0, &out->extra)) ||
-      (st = lm_json_string(r, c, "split", LM_JSON_OPTIONAL, 0, &out->split)))
+      (st = lm_json_string(r, c, "split", LM_JSON_OPTIONAL, 0, &out->split)) ||
+      (st = case_time(r, c, out, time)))
     return st;
   if (out->split && strcmp(out->split, "operator") != 0 &&
       strcmp(out->split, "shape") != 0)
@@ -120,7 +149,8 @@ lm_status lm_cases_from_json_text(const char *path, const char *dir,
   int n = cJSON_GetArraySize(cases);
   out->c = calloc((size_t)n, sizeof *out->c);
   own->paths = calloc((size_t)n, sizeof *own->paths);
-  if (!out->dir || !out->c || !own->paths) {
+  own->time = calloc((size_t)n, sizeof *own->time);
+  if (!out->dir || !out->c || !own->paths || !own->time) {
     st = lm_error_set(err, LM_ESYS, "%s: out of memory", path);
     goto error;
   }
@@ -131,7 +161,8 @@ lm_status lm_cases_from_json_text(const char *path, const char *dir,
   }
   int i = 0;
   cJSON_ArrayForEach(c, cases) {
-    st = case_parse(&r, out->dir, c, &out->c[i], &own->paths[i]);
+    st = case_parse(&r, out->dir, c, &out->c[i], &own->paths[i],
+                    &own->time[i]);
     if (st != LM_OK)
       goto error;
     out->n = i + 1;
@@ -169,9 +200,12 @@ lm_status lm_cases_shard(lm_cases *cs, int i, int n, lm_error *err) {
 void lm_cases_free(lm_cases *cs) {
   Owner *own = cs->owner;
   if (own) {
-    for (int i = 0; i < own->n; i++)
+    for (int i = 0; i < own->n; i++) {
       free(own->paths[i]);
+      free(own->time ? own->time[i] : NULL);
+    }
     free(own->paths);
+    free(own->time);
     cJSON_Delete(own->json);
     free(own);
   }

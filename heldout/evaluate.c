@@ -429,7 +429,8 @@ static int keep_used(lm_records *rs, const lm_eval_case *old,
 }
 
 /* Is p the measurement c would take: same case, kernel, shape, seed,
- * protocol and variants? */
+ * protocol and variants, and a time (or a failed check) for every variant
+ * the case list names in "time"? */
 static int same_case(const lm_eval_case *p, const lm_eval_case *c) {
   if (strcmp(p->id, c->id) != 0 || p->nvariants != c->nvariants ||
       strcmp(p->kernel_hash, c->kernel_hash) != 0 || p->R != c->R ||
@@ -437,7 +438,9 @@ static int same_case(const lm_eval_case *p, const lm_eval_case *c) {
       !same_str(p->protocol, c->protocol))
     return 0;
   for (int v = 0; v < c->nvariants; v++)
-    if (strcmp(p->v[v].variant, c->v[v].variant) != 0)
+    if (strcmp(p->v[v].variant, c->v[v].variant) != 0 ||
+        (c->v[v].listed && p->v[v].verified != 0 &&
+         !isfinite(p->v[v].measured)))
       return 0;
   return 1;
 }

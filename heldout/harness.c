@@ -281,6 +281,33 @@ static lm_status predict_one(const lm_profile *p, const lm_kernel *k,
   return st;
 }
 
+/* Mark the variants the case list names in "time" (those of the evaluated
+ * ISA target; a name of another target is for its run).  A name of this
+ * target that is not one of the case's variants is bad input. */
+static lm_status mark_listed(const lm_eval_opts *o, const lm_case *c,
+                             lm_eval_case *out, lm_error *err) {
+  for (int j = 0; j < c->ntime; j++) {
+    lm_variant v;
+    char name[128];
+    lm_status st = lm_variant_parse(c->time[j], &v, err);
+    if (st != LM_OK)
+      return st;
+    if (v.isa != o->isa)
+      continue;
+    lm_variant_format(&v, name, sizeof name);
+    int found = 0;
+    for (int i = 0; i < out->nvariants; i++)
+      if (strcmp(out->v[i].variant, name) == 0)
+        out->v[i].listed = found = 1;
+    if (!found)
+      return lm_error_set(err, LM_EINPUT,
+                          "case %s: time[%d]: %s is not a variant of %s "
+                          "here",
+                          c->id, j, name, c->kernel);
+  }
+  return LM_OK;
+}
+
 lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
                                const lm_case *c, const lm_eval_run *run,
                                lm_eval_case *out, lm_error *err) {
@@ -370,6 +397,8 @@ lm_status lm_eval_case_predict(const lm_eval_opts *o, const lm_eval_kernel *ek,
       ev->pred_cross = p.ns;
     }
   }
+  if ((st = mark_listed(o, c, out, err)) != LM_OK)
+    goto done;
   if (lx) { /* corrected = analytic * exp(delta), lm_learned_apply */
     if ((st = lm_learned_check_features(o->learned, LM_LEARNED_NFEAT,
                                         lm_learned_row_names(), err)) !=
@@ -494,7 +523,8 @@ void lm_eval_split_first(const lm_eval_case *c, const lm_variant *vs,
       rank += c->v[j].verified != 0 &&
               (c->v[j].predicted < c->v[i].predicted ||
                (c->v[j].predicted == c->v[i].predicted && j < i));
-    in[i] = all_splits || c->v[i].near_tie || rank < budget ||
+    in[i] = all_splits || c->v[i].near_tie || c->v[i].listed ||
+            rank < budget ||
             ((vs[i].workers == 1 || vs[i].split != LM_SPLIT_DYNAMIC) &&
              vs[i].math == LM_MATH_SLEEF);
     for (int p = 0; p < LM_POLICY__COUNT; p++)

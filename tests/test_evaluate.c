@@ -740,7 +740,8 @@ Test(evaluate, every_case_is_confirmed_with_twice_the_samples) {
 }
 
 /* The split pruning's rule on a hand-made case: the first round takes every
- * one-worker and static variant, the picks and the model's 20 best; the
+ * one-worker and static variant, the picks, the listed and the model's 20
+ * best; the
  * second the dynK splits of the 3 code variants whose parallel variants
  * screened fastest. */
 Test(evaluate, split_pruning_keeps_one_worker_static_picks_and_the_top_splits) {
@@ -770,11 +771,19 @@ Test(evaluate, split_pruning_keeps_one_worker_static_picks_and_the_top_splits) {
     ndyn += vs[i].split == LM_SPLIT_DYNAMIC;
   }
   c.choice[LM_POLICY_PLAN] = pick;
+  /* a variant the case list names in "time": the next dynK split */
+  int listed = -1;
+  for (int i = pick + 1; i < n && listed < 0; i++)
+    if (vs[i].split == LM_SPLIT_DYNAMIC)
+      listed = i;
+  cr_assert_gt(listed, 20);
+  c.v[listed].listed = 1;
   unsigned char *first = calloc((size_t)n, 1), *second = calloc((size_t)n, 1);
   lm_eval_split_first(&c, vs, 0, first);
   int nfirst = 0;
   for (int i = 0; i < n; i++) {
-    int want = vs[i].workers == 1 || vs[i].split == LM_SPLIT_STATIC || i < 20 || i == pick;
+    int want = vs[i].workers == 1 || vs[i].split == LM_SPLIT_STATIC || i < 20 || i == pick ||
+               i == listed;
     cr_expect_eq(first[i], want, "%s: first round %d", c.v[i].variant ? c.v[i].variant : "?",
                  first[i]);
     nfirst += first[i];
@@ -834,4 +843,72 @@ Test(evaluate, all_splits_times_every_variant_and_reports_the_rule_check) {
   char *text = run_slurp(path);
   cr_expect(strstr(text, "## Split pruning") && strstr(text, "(`--all-splits`)"), "%s", text);
   free(text);
+}
+
+/* A case list's "time" makes the oracle time a variant its split pruning
+ * left untimed, and a measurement lacking a listed variant's time is not
+ * resumed; a listed name of this target that is not a variant of the case
+ * is bad input. */
+static void write_listed_case(const char *path, const char *variant) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"schema\": \"lanemap.cases/1\", \"cases\": [{\"id\": \"s-5x40\", "
+           "\"kernel\": \"%s/heldout/kernels/sqrelu_scale.lk\", \"shape\": [5, "
+           "40]%s%s%s}]}",
+           LANEMAP_SOURCE_DIR, variant ? ", \"time\": [\"" : "",
+           variant ? variant : "", variant ? "\"]" : "");
+  run_write(path, text);
+}
+
+static const lm_record *record_of(const lm_records *rs, const char *variant) {
+  for (int i = 0; i < rs->n; i++)
+    if (strcmp(rs->r[i].variant, variant) == 0)
+      return &rs->r[i];
+  return NULL;
+}
+
+Test(evaluate, a_listed_variant_is_timed_and_a_run_without_its_time_is_not_resumed) {
+  char out[600], list[600], path[700], name[128] = "";
+  snprintf(out, sizeof out, "%s", run_tmp("listed"));
+  snprintf(list, sizeof list, "%s", run_tmp("listed.json"));
+  snprintf(path, sizeof path, "%s/host/records.jsonl", out);
+  write_listed_case(list, NULL);
+  Seen seen = {0};
+  lm_evaluate_options o = api_options(out, &seen);
+  o.cases = list;
+  lm_evaluate_result res;
+  lm_error err = {0};
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  lm_records rs = {0};
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  for (int i = 0; i < rs.n && !name[0]; i++)
+    if (rs.r[i].verified == 1 && !isfinite(rs.r[i].median))
+      snprintf(name, sizeof name, "%s", rs.r[i].variant);
+  lm_records_free(&rs);
+  cr_assert(name[0], "the split pruning timed every variant");
+  /* listed: measured again, and timed */
+  write_listed_case(list, name);
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].measured, 1, "not resumed without its time");
+  cr_assert_eq(lm_records_read(path, &rs, &err), LM_OK, "%s", err.msg);
+  const lm_record *r = record_of(&rs, name);
+  cr_assert(r != NULL);
+  cr_expect(isfinite(r->median), "%s untimed", name);
+  lm_records_free(&rs);
+  /* the same list again: resumed */
+  cr_assert_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].measured, 0);
+  /* a variant of another target is for that target's run; a variant of
+   * this one the case does not have is refused */
+  write_listed_case(list, "x86-64-v4/w16/l16/t1");
+  cr_expect_eq(lm_evaluate(&o, &res, &err), LM_OK, "%s", err.msg);
+  cr_expect_eq(res.target[0].measured, 0);
+  char bad[160];
+  snprintf(bad, sizeof bad, "%s/w4/l4/t64/static", lm_isa_name(LM_ISA_HOST));
+  write_listed_case(list, bad);
+  lm_error_clear(&err);
+  cr_expect_eq(lm_evaluate(&o, &res, &err), LM_EINPUT);
+  cr_expect(strstr(err.msg, "case s-5x40: time[0]") &&
+                strstr(err.msg, "is not a variant of"),
+            "%s", err.msg);
 }

@@ -6,7 +6,11 @@
  * its list, a kernel file relative to the list's folder (so a list and its
  * kernels move together), a shape [R, C] -- R instances, C the second dim
  * of the kernel's first 2-D buffer -- and optional "extra" symbols
- * ("H=33").  A malformed list names the offending field, e.g.
+ * ("H=33"), and an optional "time": variant strings the oracle of
+ * `lanemap evaluate` times in its first screening round whatever its split
+ * pruning would do (a deployment lists the variants its plans run there;
+ * each must parse as a variant, and one of the evaluated ISA target must
+ * be a legal variant of the case).  A malformed list names the offending field, e.g.
  * `cases.json: $.cases[3].shape: expected [R, C], two positive integers,
  * got ...`; a field the format does not define is an error (notes go in
  * "about").
@@ -31,6 +35,8 @@ typedef struct lm_case {
   const char *kernel; /* path resolved against the list's folder */
   int64_t R, C;
   const char *extra; /* NULL or "H=33,..." */
+  const char **time; /* [ntime] variant strings always timed, or NULL */
+  int ntime;
 } lm_case;
 
 typedef struct lm_cases {

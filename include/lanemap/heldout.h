@@ -135,6 +135,9 @@ typedef struct lm_eval_variant {
    * bucket (lm_plan_problem_near_tie, set when the plan is solved): a
    * variant `lanemap tune` measures beside the model's top K. */
   int near_tie;
+  /* 1: the case list names it in the case's "time" (lm_case.time): the
+   * first screening round times it whatever the split pruning says. */
+  int listed;
 } lm_eval_variant;
 
 /* Number of measured-autotuning budgets reported, and the budgets. */
@@ -431,7 +434,8 @@ typedef struct lm_eval_opts {
  * every math provider (up to four) multiplies them again, so a case is
  * screened in two rounds.  The first times every variant with the default
  * math provider (sleef-u10) whose split is not dynK (one worker, static,
- * and any gG), every policy's pick, the model's 20 best among the verified
+ * and any gG), every policy's pick, every variant the case list names in
+ * its "time", the model's 20 best among the verified
  * variants (the largest autotuning budget) and its near ties.  The second
  * times the dynK splits of the LM_EVALUATE_SPLIT_TOP code variants whose
  * parallel variants screened fastest in the first, and the other math
