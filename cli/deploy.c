@@ -79,6 +79,7 @@ int cli_deploy(const lm_evaluate_options *e, const char *spec,
   o.profile = e->profile;
   o.quick = e->quick, o.fresh = e->fresh, o.accept_noisy = e->accept_noisy;
   o.seed = e->seed;
+  o.all_splits = e->all_splits;
   memcpy(o.budgets, budgets, sizeof *budgets * (size_t)nbudgets);
   o.nbudgets = nbudgets;
   o.shapes = shapes;

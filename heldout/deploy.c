@@ -2,10 +2,12 @@
  * judged on shapes they were never planned for (lanemap/heldout.h has the
  * outline; docs/evaluation.md, "Deployment", the reading).
  *
- *   spec --> workload (planning buckets) + held-out shapes (cases.json)
- *        --lm_evaluate--> every legal variant of every shape, measured
- *        --per budget K, per policy--> a threshold plan
- *        --lm_plan_lookup per shape--> its measured time
+ *   spec --> workload (planning buckets) + held-out shapes
+ *        --profile, per budget K, per predicted policy--> a threshold plan
+ *        --lm_plan_lookup per shape--> the variant it runs (cases.json "time")
+ *        --lm_evaluate--> every shape measured under the oracle's split
+ *                         pruning, always with the plans' variants
+ *        --measured times, per K--> the budget oracle
  *        --> regret against the per-shape best and the budget oracle
  *
  * A shape's times are the screening medians of its interleaved rounds
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "heldout/deploy.h"
 #include "heldout/note.h"
@@ -331,19 +334,12 @@ static lm_status make_workload(lm_deploy_state *d, lm_error *err) {
   return st;
 }
 
-/* The held-out shapes, and OUT/cases.json listing them for lm_evaluate. */
+/* The held-out shapes, drawn from the spec's distribution. */
 static lm_status make_shapes(lm_deploy_state *d, lm_error *err) {
   int per = d->o->shapes > 0 ? d->o->shapes : d->spec.shapes;
   d->s = calloc((size_t)(d->spec.nkernels * per), sizeof *d->s);
-  cJSON *root = cJSON_CreateObject(), *cases = NULL;
-  if (!d->s || !root)
-    goto oom;
-  cJSON_AddStringToObject(root, "schema", "lanemap.cases/1");
-  cJSON_AddStringToObject(root, "about",
-                          "held-out shapes of a deployment spec "
-                          "(lanemap evaluate --deploy)");
-  if (!(cases = cJSON_AddArrayToObject(root, "cases")))
-    goto oom;
+  if (!d->s)
+    return lm_error_set(err, LM_ESYS, "out of memory");
   for (int ki = 0; ki < d->spec.nkernels; ki++) {
     int64_t R[64], C[64];
     int n = lm_deploy_shapes(&d->spec, ki, per, R, C);
@@ -355,20 +351,63 @@ static lm_status make_shapes(lm_deploy_state *d, lm_error *err) {
       s->kernel = ki, s->R = R[i], s->C = C[i];
       snprintf(s->id, sizeof s->id, "%.60s-%" PRId64 "x%" PRId64,
                d->spec.k[ki].k->name, R[i], C[i]);
-      cJSON *c = cJSON_CreateObject();
-      cJSON *shape = cJSON_CreateArray();
-      if (!c || !shape || !cJSON_AddItemToArray(cases, c)) {
-        cJSON_Delete(c);
-        cJSON_Delete(shape);
-        goto oom;
-      }
-      cJSON_AddStringToObject(c, "id", s->id);
-      cJSON_AddStringToObject(c, "kernel", d->spec.k[ki].path);
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)R[i]));
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)C[i]));
-      cJSON_AddItemToObject(c, "shape", shape);
-      cJSON_AddStringToObject(c, "split", "shape");
     }
+  }
+  return LM_OK;
+}
+
+/* Add to arr the distinct variants the predicted plans run at any held-out
+ * shape of kernel ki: the oracle times each of them at every shape of the
+ * kernel, so that the budget oracle may choose any plan's variants. */
+static lm_status add_plan_variants(const lm_deploy_state *d, int ki,
+                                   cJSON *arr) {
+  int nslots = d->nbudgets * LM_DEPLOY__COUNT;
+  for (int i = 0; i < d->nshapes; i++)
+    for (int slot = 0; d->s[i].kernel == ki && slot < nslots; slot++) {
+      const char *name = d->s[i].chosen[slot];
+      int seen = 0;
+      const cJSON *e;
+      if (!name)
+        continue;
+      cJSON_ArrayForEach(e, arr) seen |= strcmp(e->valuestring, name) == 0;
+      if (!seen && !cJSON_AddItemToArray(arr, cJSON_CreateString(name)))
+        return LM_ESYS;
+    }
+  return LM_OK;
+}
+
+/* OUT/cases.json: the held-out shapes for lm_evaluate, each listing in
+ * "time" the variants the predicted plans run on its kernel. */
+static lm_status write_cases(lm_deploy_state *d, lm_error *err) {
+  cJSON *root = cJSON_CreateObject(), *cases = NULL;
+  if (!root)
+    goto oom;
+  cJSON_AddStringToObject(root, "schema", "lanemap.cases/1");
+  cJSON_AddStringToObject(root, "about",
+                          "held-out shapes of a deployment spec "
+                          "(lanemap evaluate --deploy); time: the variants "
+                          "the predicted plans run on the kernel");
+  if (!(cases = cJSON_AddArrayToObject(root, "cases")))
+    goto oom;
+  for (int i = 0; i < d->nshapes; i++) {
+    const lm_deploy_shape *s = &d->s[i];
+    cJSON *c = cJSON_CreateObject();
+    cJSON *shape = cJSON_CreateArray(), *time = cJSON_CreateArray();
+    if (!c || !shape || !time || !cJSON_AddItemToArray(cases, c)) {
+      cJSON_Delete(c);
+      cJSON_Delete(shape);
+      cJSON_Delete(time);
+      goto oom;
+    }
+    cJSON_AddStringToObject(c, "id", s->id);
+    cJSON_AddStringToObject(c, "kernel", d->spec.k[s->kernel].path);
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)s->R));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)s->C));
+    cJSON_AddItemToObject(c, "shape", shape);
+    cJSON_AddStringToObject(c, "split", "shape");
+    cJSON_AddItemToObject(c, "time", time);
+    if (add_plan_variants(d, s->kernel, time) != LM_OK)
+      goto oom;
   }
   char path[PATH_MAX + 32];
   snprintf(path, sizeof path, "%s/cases.json", d->o->out);
@@ -380,8 +419,10 @@ oom:
   return lm_error_set(err, LM_ESYS, "out of memory");
 }
 
-/* Every legal variant of every held-out shape, measured by lm_evaluate into
- * OUT/measure (resumed from its records). */
+/* Every held-out shape measured by lm_evaluate into OUT/measure (resumed
+ * from its records), with the profile the plans were made with: under its
+ * split pruning (every legal variant unless all_splits is set) and always
+ * the variants the plans run (cases.json's "time"). */
 static lm_status measure(lm_deploy_state *d, lm_evaluate_result *er,
                          lm_error *err) {
   char cases[PATH_MAX + 32], out[PATH_MAX + 32];
@@ -391,13 +432,11 @@ static lm_status measure(lm_deploy_state *d, lm_evaluate_result *er,
   lm_evaluate_options_defaults(&eo);
   eo.cases = cases, eo.out = out;
   eo.isa[0] = d->isa, eo.nisa = 1, eo.cross = 0;
-  eo.profile = d->o->profile;
+  eo.profile = d->profile_path;
   eo.quick = d->o->quick, eo.fresh = d->o->fresh;
   eo.accept_noisy = d->o->accept_noisy;
   eo.seed = d->o->seed;
-  /* every split timed: a plan planned at the buckets may run any variant at
-   * a held-out shape, and the budget oracle may choose any */
-  eo.all_splits = 1;
+  eo.all_splits = d->o->all_splits;
   eo.progress = d->o->progress, eo.note = d->o->note, eo.ctx = d->o->ctx;
   return lm_evaluate(&eo, er, err);
 }
@@ -632,21 +671,27 @@ static lm_status map_buckets(lm_deploy_state *d, const lm_plan *plan,
   return LM_OK;
 }
 
-/* The policy's plan at budget slot b: every shape's variant and time. */
-static lm_status price(lm_deploy_state *d, int b, lm_deploy_policy p,
-                       lm_error *err) {
+/* The variant the policy's plan at budget slot b runs at every shape. */
+static lm_status choose(lm_deploy_state *d, int b, lm_deploy_policy p,
+                        lm_error *err) {
   int slot = lm_deploy_slot(b, p);
-  const lm_plan *plan = d->plans[slot];
   for (int i = 0; i < d->nshapes; i++) {
     lm_deploy_shape *s = &d->s[i];
     lm_dispatch_info info;
-    lm_status st = lm_plan_lookup(plan, s->kernel, s->R, s->C, &info, err);
+    lm_status st =
+        lm_plan_lookup(d->plans[slot], s->kernel, s->R, s->C, &info, err);
     if (st != LM_OK)
       return st;
     s->chosen[slot] = info.variant_name;
-    s->t[slot] = time_of(s, info.variant_name);
   }
   return LM_OK;
+}
+
+/* Its measured time at every shape. */
+static void price(lm_deploy_state *d, int b, lm_deploy_policy p) {
+  int slot = lm_deploy_slot(b, p);
+  for (int i = 0; i < d->nshapes; i++)
+    d->s[i].t[slot] = time_of(&d->s[i], d->s[i].chosen[slot]);
 }
 
 /* Inductor-like: its rule at each shape, no plan. */
@@ -681,7 +726,8 @@ static lm_status optional(lm_deploy_state *d, int b, lm_deploy_policy p,
   return LM_OK;
 }
 
-/* Every policy's plan at budget slot b. */
+/* Every predicted policy's plan at budget slot b (from the profiles
+ * alone), and the variant it runs at every shape. */
 static lm_status plans_at(lm_deploy_state *d, int b, const lm_profile *prof,
                           const lm_profile *dflt, lm_error *err) {
   int K = d->budgets[b];
@@ -712,7 +758,21 @@ static lm_status plans_at(lm_deploy_state *d, int b, const lm_profile *prof,
   lm_plan_problem_free(&pr.pp);
   if (st == LM_OK && nboot == 0 && b == 0)
     note(d, 0, "no robust plans: the profile has no bootstrap resamples");
-  if (st == LM_OK && (st = build(d, prof, K, 0, 0, NULL, &pr, err)) == LM_OK &&
+  for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++)
+    if (pl[p])
+      st = choose(d, b, (lm_deploy_policy)p, err);
+  return st;
+}
+
+/* The budget oracle at budget slot b, from the measured times, and every
+ * policy's time at every shape. */
+static lm_status oracle_at(lm_deploy_state *d, int b, const lm_profile *prof,
+                           lm_error *err) {
+  int K = d->budgets[b];
+  lm_plan **pl = &d->plans[lm_deploy_slot(b, 0)];
+  Problem pr;
+  lm_status st;
+  if ((st = build(d, prof, K, 0, 0, NULL, &pr, err)) == LM_OK &&
       (st = oracle_costs(d, &pr, err)) == LM_OK &&
       (st = solve(d, &pr, &pl[LM_DEPLOY_ORACLE], err)) == LM_OK &&
       strcmp(pl[LM_DEPLOY_ORACLE]->status, "optimal") != 0)
@@ -721,11 +781,13 @@ static lm_status plans_at(lm_deploy_state *d, int b, const lm_profile *prof,
          "not bound the plans",
          K, pl[LM_DEPLOY_ORACLE]->status);
   lm_plan_problem_free(&pr.pp);
+  if (st == LM_OK)
+    st = choose(d, b, LM_DEPLOY_ORACLE, err);
   for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++)
     if (p == LM_DEPLOY_INDUCTOR)
       st = price_inductor(d, b, err);
     else if (pl[p])
-      st = price(d, b, (lm_deploy_policy)p, err);
+      price(d, b, (lm_deploy_policy)p);
   return st;
 }
 
@@ -910,20 +972,61 @@ static lm_status check_options(const lm_deploy_options *o, lm_error *err) {
   return LM_OK;
 }
 
+/* The profile the plans are made with, before anything is measured, and
+ * the one lm_evaluate then plans its cases with: the file given, else the
+ * one an earlier run bundled in OUT/measure for this machine type (unless
+ * fresh), else the cached one of the mode, else calibrated now and cached;
+ * and the uncalibrated defaults. */
 static lm_status profiles(lm_deploy_state *d, lm_profile **prof,
                           lm_profile **dflt, lm_error *err) {
+  char measure[PATH_MAX + 32], bundle[PATH_MAX];
+  lm_fingerprint fp;
+  lm_status st = lm_fingerprint_host(&fp, err);
+  snprintf(measure, sizeof measure, "%s/measure", d->o->out);
+  if (st == LM_OK)
+    st = lm_eval_bundle_path(measure, lm_isa_name(d->isa), fp.hash,
+                             d->o->quick ? "quick" : "full", bundle,
+                             sizeof bundle, err);
+  if (st != LM_OK)
+    return st;
   lm_profile_lookup_opts lo;
   lm_profile_lookup_defaults(&lo);
   lo.path = d->o->profile;
+  if (!lo.path && !d->o->fresh && access(bundle, R_OK) == 0)
+    lo.path = bundle;
   lo.isa = d->isa;
   lo.mode = d->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
   lo.require_isa = 1;
+  lo.missing = LM_PROFILE_MISSING_CALIBRATE;
   lo.accept_noisy = d->o->accept_noisy;
   lm_profile_found found;
-  lm_status st = lm_profile_lookup(&lo, prof, &found, err);
-  if (st == LM_OK)
-    st = lm_profile_default(d->isa, dflt, err);
-  return st;
+  if (d->o->progress)
+    d->o->progress(d->o->ctx, LM_EVALUATE_CALIBRATE, d->res->isa, 0, 1,
+                   "profile");
+  st = lm_profile_lookup(&lo, prof, &found, err);
+  if (st != LM_OK)
+    return st;
+  if (found.info.fingerprint_diffs > 0)
+    note(d, 1, "%s", found.info.warning);
+  note(d, 0, "profile %s %s", lm_profile_source_name(found.source),
+       found.path);
+  snprintf(d->profile_path, sizeof d->profile_path, "%s", found.path);
+  return lm_profile_default(d->isa, dflt, err);
+}
+
+/* Per budget and policy: the plans, and each shape's pick and time. */
+static lm_status alloc_slots(lm_deploy_state *d, int nslots, lm_error *err) {
+  if (!(d->plans = calloc((size_t)nslots, sizeof *d->plans)))
+    return lm_error_set(err, LM_ESYS, "out of memory");
+  for (int i = 0; i < d->nshapes; i++) {
+    d->s[i].chosen = calloc((size_t)nslots, sizeof *d->s[i].chosen);
+    d->s[i].t = malloc(sizeof *d->s[i].t * (size_t)nslots);
+    if (!d->s[i].chosen || !d->s[i].t)
+      return lm_error_set(err, LM_ESYS, "out of memory");
+    for (int j = 0; j < nslots; j++)
+      d->s[i].t[j] = NAN;
+  }
+  return LM_OK;
 }
 
 lm_status lm_deploy(const lm_deploy_options *o, lm_deploy_result *out,
@@ -961,7 +1064,21 @@ lm_status lm_deploy(const lm_deploy_options *o, lm_deploy_result *out,
     st = make_shapes(&d, err);
   out->kernels = d.spec.nkernels;
   out->shapes = d.nshapes;
-  /* measure */
+  int nslots = d.nbudgets * LM_DEPLOY__COUNT;
+  if (st == LM_OK)
+    st = alloc_slots(&d, nslots, err);
+  /* plan on predictions, then measure what the plans run and the oracle */
+  if (st == LM_OK)
+    st = profiles(&d, &prof, &dflt, err);
+  double td = lm_now_ns();
+  for (int b = 0; b < d.nbudgets && st == LM_OK; b++) {
+    if (o->progress)
+      o->progress(o->ctx, LM_EVALUATE_MEASURE, out->isa, b, d.nbudgets,
+                  "deployment plans");
+    st = plans_at(&d, b, prof, dflt, err);
+  }
+  if (st == LM_OK)
+    st = write_cases(&d, err);
   double tm = lm_now_ns();
   if (st == LM_OK)
     st = measure(&d, er, err);
@@ -970,29 +1087,11 @@ lm_status lm_deploy(const lm_deploy_options *o, lm_deploy_result *out,
   for (int t = 0; er && t < er->ntargets; t++)
     out->measured += er->target[t].measured;
   out->noisy = er ? er->noisy : 0;
-  double td = lm_now_ns();
+  double to = lm_now_ns();
   if (st == LM_OK)
     st = load_cases(&d, &cases, &ncases, err);
-  if (st == LM_OK)
-    st = profiles(&d, &prof, &dflt, err);
-  int nslots = d.nbudgets * LM_DEPLOY__COUNT;
-  if (st == LM_OK && !(d.plans = calloc((size_t)nslots, sizeof *d.plans)))
-    st = lm_error_set(err, LM_ESYS, "out of memory");
-  for (int i = 0; i < d.nshapes && st == LM_OK; i++) {
-    d.s[i].chosen = calloc((size_t)nslots, sizeof *d.s[i].chosen);
-    d.s[i].t = malloc(sizeof *d.s[i].t * (size_t)nslots);
-    if (!d.s[i].chosen || !d.s[i].t)
-      st = lm_error_set(err, LM_ESYS, "out of memory");
-    for (int j = 0; d.s[i].t && j < nslots; j++)
-      d.s[i].t[j] = NAN;
-  }
-  /* plan, price, run */
-  for (int b = 0; b < d.nbudgets && st == LM_OK; b++) {
-    if (o->progress)
-      o->progress(o->ctx, LM_EVALUATE_MEASURE, out->isa, b, d.nbudgets,
-                  "deployment plans");
-    st = plans_at(&d, b, prof, dflt, err);
-  }
+  for (int b = 0; b < d.nbudgets && st == LM_OK; b++)
+    st = oracle_at(&d, b, prof, err);
   if (st == LM_OK)
     st = run_dispatch(&d, err);
   for (int b = 0; b < d.nbudgets && st == LM_OK; b++)
@@ -1007,7 +1106,7 @@ lm_status lm_deploy(const lm_deploy_options *o, lm_deploy_result *out,
       if (pl)
         st = lm_plan_save(pl, path, err);
     }
-  out->deploy_s = (lm_now_ns() - td) / 1e9;
+  out->deploy_s = (tm - td + lm_now_ns() - to) / 1e9;
   out->total_s = (lm_now_ns() - t0) / 1e9;
   if (st == LM_OK)
     st = lm_deploy_report(&d, err);

@@ -25,6 +25,7 @@ typedef struct lm_deploy_state {
   const lm_deploy_options *o;
   lm_deploy_spec spec;
   lm_isa isa;
+  char profile_path[1024]; /* the profile the plans and lm_evaluate use */
   int budgets[LM_DEPLOY_MAX_BUDGETS];
   int nbudgets;
   lm_workload *w;

@@ -202,16 +202,27 @@ static lm_status report_text(FILE *f, const lm_deploy_state *d, lm_error *err) {
           "- %d kernels, %d held-out shapes (R log-uniform per kernel, "
           "never a bucket's R), %d planning buckets per (kernel, C), at "
           "most %" PRId64 " elements per buffer.\n"
-          "- Every held-out shape measured with every legal variant in "
-          "`measure/` (`lanemap evaluate` on `cases.json`); times are the "
-          "screening medians.\n"
+          "- Plans made first, on predictions of the profile `%s`.\n"
+          "- %s; times are the screening medians.\n"
           "- Plans: `plans/POLICY-K<k>.json`; the plan's dispatch ran "
           "every held-out shape at every budget, %d launches checked "
           "against the oracle, %d failures.\n"
           "- Wall time: %.0f s measuring, %.0f s planning and running, "
           "%.0f s in all.\n\n",
           d->o->spec, r->isa, d->o->quick ? "quick" : "full", r->kernels,
-          r->shapes, d->spec.buckets, d->spec.max_elements, r->dispatched,
+          r->shapes, d->spec.buckets, d->spec.max_elements, d->profile_path,
+          d->o->all_splits
+              ? "Every held-out shape measured with every legal variant, "
+                "every split, in `measure/` (`lanemap evaluate "
+                "--all-splits` on `cases.json`)"
+              : "Every held-out shape measured in `measure/` (`lanemap "
+                "evaluate` on `cases.json`) under the oracle's split "
+                "pruning (docs/evaluation.md, \"Split pruning\"), always "
+                "with every variant a predicted plan runs on its kernel "
+                "(the cases' `time`); a variant the rule did not time is "
+                "in neither the per-shape best nor the budget oracle "
+                "(`--all-splits` times them all)",
+          r->dispatched,
           r->failures, r->measure_s, r->deploy_s, r->total_s);
   if (r->noisy)
     fprintf(f,

@@ -232,6 +232,12 @@ Test(deploy, a_small_run_is_consistent) {
                    lm_deploy_policy_name(w->policy));
     /* the default profile has no resamples: no robust plan */
     cr_expect(w->policy != LM_DEPLOY_ROBUST || !w->made);
+    /* the oracle timed every pick of every plan (cases.json's "time"),
+     * though it prunes splits (a pick timed contended has no time: with
+     * none left there is nothing to check) */
+    if (w->made && w->best.n > 0)
+      cr_expect(isfinite(w->best.max), "%s K=%d: a pick untimed",
+                lm_deploy_policy_name(w->policy), w->budget);
   }
   for (int b = 0; b < 2; b++) {
     /* the oracle bounds the plan over the same shapes: only when no pick
@@ -255,6 +261,15 @@ Test(deploy, a_small_run_is_consistent) {
   cr_expect_eq(run_count_lines(jl, "\"schema\":\"lanemap.deploy-record/1\""),
                made * 6);
   free(jl);
+  /* each case lists the variants the plans run on its kernel */
+  lm_cases cs;
+  cr_assert_eq(lm_cases_load(run_tmp("out/cases.json"), &cs, &err), LM_OK,
+               "%s", err.msg);
+  cr_expect_eq(cs.n, 6);
+  for (int i = 0; i < cs.n; i++)
+    cr_expect(cs.c[i].ntime >= 1,
+              "%s: %d listed", cs.c[i].id, cs.c[i].ntime);
+  lm_cases_free(&cs);
   cr_expect_eq(access(run_tmp("out/plans/plan-K1.json"), R_OK), 0);
   cr_expect_eq(access(run_tmp("out/measure/x86-64-v3/records.jsonl"), R_OK), 0);
   /* the plan's lookup is the compiled dispatch's */

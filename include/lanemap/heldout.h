@@ -846,6 +846,10 @@ typedef struct lm_deploy_options {
   int budgets[LM_DEPLOY_MAX_BUDGETS]; /* K per kernel, 0 = unlimited */
   int nbudgets;                       /* 0: 1, 2, 4 and unlimited */
   int shapes; /* held-out shapes per kernel; 0: the spec's (quick or full) */
+  /* 1: the oracle times every split of every variant; 0: its split
+   * pruning (LM_EVALUATE_SPLIT_TOP), which always times the variants the
+   * predicted plans run */
+  int all_splits;
   /* As lm_evaluate_options's, for the measurement and the deployment. */
   void (*progress)(void *ctx, lm_evaluate_stage stage, const char *isa,
                    int done, int total, const char *what);
