@@ -284,6 +284,7 @@ static lm_status measure_bucket(Tune *t, int ki, int s, int b, Cells *c,
   lm_shape shape;
   lm_data *d = NULL;
   lm_oracle *orc = NULL;
+  lm_verifier *ver = NULL;
   lm_timing_result tr = {0};
   lm_compiled **cs = calloc((size_t)nv + 1, sizeof *cs);
   int *vof = calloc((size_t)nv + 1, sizeof *vof), n = 0;
@@ -296,6 +297,8 @@ static lm_status measure_bucket(Tune *t, int ki, int s, int b, Cells *c,
     st = lm_data_gen(k, &shape, 1, &d, err);
   if (st == LM_OK)
     st = lm_oracle_run(k, d, &orc, err);
+  if (st == LM_OK) /* one set of guarded buffers for the bucket's picks */
+    st = lm_verifier_new(k, d, orc, &ver, err);
   t->res->verify_s += now_s() - t0;
   for (int v = 0; v < nv && st == LM_OK; v++) {
     size_t i = (size_t)s * nv + (size_t)v;
@@ -305,7 +308,7 @@ static lm_status measure_bucket(Tune *t, int ki, int s, int b, Cells *c,
     lm_error e = {0};
     double t1 = now_s();
     lm_data_reset_outputs(d);
-    int good = lm_verify(k, c->c[v], d, orc, NULL, &vr, &e) == LM_OK;
+    int good = lm_verifier_run(ver, c->c[v], NULL, &vr, &e) == LM_OK;
     t->res->verify_s += now_s() - t1;
     if (!good) { /* never chosen for this kernel: a wrong answer somewhere */
       char vb[160];
@@ -339,6 +342,7 @@ static lm_status measure_bucket(Tune *t, int ki, int s, int b, Cells *c,
                 tr.nsamples, c->rank[i], c->unsure[i], &tr.noise, err);
   }
   lm_timing_result_free(&tr);
+  lm_verifier_free(ver);
   lm_oracle_free(orc);
   lm_data_free(d);
   free(cs);
