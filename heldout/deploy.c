@@ -972,6 +972,13 @@ static lm_status check_options(const lm_deploy_options *o, lm_error *err) {
   return LM_OK;
 }
 
+/* Calibration's progress, as the measurement's calibrate stage. */
+static void calib_progress(void *ctx, int done, int total, const char *what) {
+  const lm_deploy_state *d = ctx;
+  d->o->progress(d->o->ctx, LM_EVALUATE_CALIBRATE, d->res->isa, done, total,
+                 what);
+}
+
 /* The profile the plans are made with, before anything is measured, and
  * the one lm_evaluate then plans its cases with: the file given, else the
  * one an earlier run bundled in OUT/measure for this machine type (unless
@@ -999,10 +1006,11 @@ static lm_status profiles(lm_deploy_state *d, lm_profile **prof,
   lo.require_isa = 1;
   lo.missing = LM_PROFILE_MISSING_CALIBRATE;
   lo.accept_noisy = d->o->accept_noisy;
+  if (d->o->progress) {
+    lo.calib.progress = calib_progress;
+    lo.calib.progress_ctx = d;
+  }
   lm_profile_found found;
-  if (d->o->progress)
-    d->o->progress(d->o->ctx, LM_EVALUATE_CALIBRATE, d->res->isa, 0, 1,
-                   "profile");
   st = lm_profile_lookup(&lo, prof, &found, err);
   if (st != LM_OK)
     return st;

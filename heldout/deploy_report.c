@@ -78,7 +78,10 @@ static void summary(FILE *f, const lm_deploy_state *d) {
       pct(f, r->best.geomean);
       pct(f, r->best.p90);
       pct(f, r->best.max);
-      fprintf(f, " %.0f%% |", 100 * r->best.within);
+      if (r->best.n > 0)
+        fprintf(f, " %.0f%% |", 100 * r->best.within);
+      else /* every pick timed contended: no figure */
+        fprintf(f, " — |");
       pct(f, r->oracle_geomean);
       pct(f, r->oracle_max);
       pct(f, r->workload_oracle);
