@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "heldout/deploy.h"
+#include "heldout/machines.h"
 #include "heldout/note.h"
 
 #include "lanemap/calibrate.h"
@@ -986,38 +986,23 @@ static void calib_progress(void *ctx, int done, int total, const char *what) {
  * and the uncalibrated defaults. */
 static lm_status profiles(lm_deploy_state *d, lm_profile **prof,
                           lm_profile **dflt, lm_error *err) {
-  char measure[PATH_MAX + 32], bundle[PATH_MAX];
+  char measure[PATH_MAX + 32];
   lm_fingerprint fp;
-  lm_status st = lm_fingerprint_host(&fp, err);
-  snprintf(measure, sizeof measure, "%s/measure", d->o->out);
-  if (st == LM_OK)
-    st = lm_eval_bundle_path(measure, lm_isa_name(d->isa), fp.hash,
-                             d->o->quick ? "quick" : "full", bundle,
-                             sizeof bundle, err);
-  if (st != LM_OK)
-    return st;
-  lm_profile_lookup_opts lo;
-  lm_profile_lookup_defaults(&lo);
-  lo.path = d->o->profile;
-  if (!lo.path && !d->o->fresh && access(bundle, R_OK) == 0)
-    lo.path = bundle;
-  lo.isa = d->isa;
-  lo.mode = d->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
-  lo.require_isa = 1;
-  lo.missing = LM_PROFILE_MISSING_CALIBRATE;
-  lo.accept_noisy = d->o->accept_noisy;
-  if (d->o->progress) {
-    lo.calib.progress = calib_progress;
-    lo.calib.progress_ctx = d;
-  }
   lm_profile_found found;
-  st = lm_profile_lookup(&lo, prof, &found, err);
+  int bundled = 0;
+  snprintf(measure, sizeof measure, "%s/measure", d->o->out);
+  lm_status st = lm_fingerprint_host(&fp, err);
+  if (st == LM_OK)
+    st = lm_eval_profile_find(measure, d->isa, fp.hash, d->o->quick,
+                              d->o->fresh, d->o->profile, d->o->accept_noisy,
+                              d->o->progress ? calib_progress : NULL, d,
+                              prof, &found, &bundled, err);
   if (st != LM_OK)
     return st;
   if (found.info.fingerprint_diffs > 0)
     note(d, 1, "%s", found.info.warning);
-  note(d, 0, "profile %s %s", lm_profile_source_name(found.source),
-       found.path);
+  note(d, 0, "profile %s %s",
+       bundled ? "bundled" : lm_profile_source_name(found.source), found.path);
   snprintf(d->profile_path, sizeof d->profile_path, "%s", found.path);
   return lm_profile_default(d->isa, dflt, err);
 }

@@ -188,26 +188,13 @@ static lm_status bundle_path(const Eval *e, lm_isa isa, const char *fp,
 static lm_status calibrate(Eval *e, int i, lm_error *err) {
   if (e->prof[i])
     return LM_OK;
-  char bundle[PATH_MAX];
-  lm_status bst =
-      bundle_path(e, e->isa[i], e->host.hash, bundle, sizeof bundle, err);
-  if (bst != LM_OK)
-    return bst;
-  lm_profile_lookup_opts lo;
-  lm_profile_lookup_defaults(&lo);
-  lo.path = i == 0 ? e->o->profile : NULL;
-  if (!lo.path && !e->o->fresh && access(bundle, R_OK) == 0)
-    lo.path = bundle;
-  lo.isa = e->isa[i];
-  lo.mode = e->o->quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
-  lo.require_isa = 1;
-  lo.missing = LM_PROFILE_MISSING_CALIBRATE;
-  lo.accept_noisy = e->o->accept_noisy;
   CalibProgress cp = {e, e->isa[i]};
-  lo.calib.progress = calib_progress;
-  lo.calib.progress_ctx = &cp;
   lm_profile_found f;
-  lm_status st = lm_profile_lookup(&lo, &e->prof[i], &f, err);
+  int bundled = 0;
+  lm_status st = lm_eval_profile_find(
+      e->o->out, e->isa[i], e->host.hash, e->o->quick, e->o->fresh,
+      i == 0 ? e->o->profile : NULL, e->o->accept_noisy, calib_progress, &cp,
+      &e->prof[i], &f, &bundled, err);
   if (f.source == LM_PROFILE_SOURCE_CALIBRATED)
     progress(e, LM_EVALUATE_CALIBRATE, e->isa[i], 1, 1, NULL);
   if (st != LM_OK)
@@ -220,7 +207,7 @@ static lm_status calibrate(Eval *e, int i, lm_error *err) {
          f.calibrate_s, f.path);
   else
     note(e, 0, "calibrate %-10s %s %s", lm_isa_name(e->isa[i]),
-         lo.path == bundle ? "bundled" : lm_profile_source_name(f.source),
+         bundled ? "bundled" : lm_profile_source_name(f.source),
          f.path);
   return LM_OK;
 }

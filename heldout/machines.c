@@ -110,3 +110,34 @@ lm_status lm_eval_bundle_path(const char *out, const char *isa, const char *fp,
                         isa);
   return LM_OK;
 }
+
+lm_status lm_eval_profile_find(const char *out, lm_isa isa, const char *fp,
+                               int quick, int fresh, const char *given,
+                               int accept_noisy,
+                               void (*progress)(void *ctx, int done, int total,
+                                                const char *what),
+                               void *ctx,
+                               lm_profile **prof, lm_profile_found *found,
+                               int *bundled, lm_error *err) {
+  char bundle[PATH_MAX];
+  *bundled = 0;
+  memset(found, 0, sizeof *found);
+  lm_status st = lm_eval_bundle_path(out, lm_isa_name(isa), fp,
+                                     quick ? "quick" : "full", bundle,
+                                     sizeof bundle, err);
+  if (st != LM_OK)
+    return st;
+  lm_profile_lookup_opts lo;
+  lm_profile_lookup_defaults(&lo);
+  lo.path = given;
+  if (!lo.path && !fresh && access(bundle, R_OK) == 0)
+    lo.path = bundle, *bundled = 1;
+  lo.isa = isa;
+  lo.mode = quick ? LM_PROFILE_QUICK : LM_PROFILE_FULL;
+  lo.require_isa = 1;
+  lo.missing = LM_PROFILE_MISSING_CALIBRATE;
+  lo.accept_noisy = accept_noisy;
+  lo.calib.progress = progress;
+  lo.calib.progress_ctx = ctx;
+  return lm_profile_lookup(&lo, prof, found, err);
+}

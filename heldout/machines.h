@@ -5,6 +5,7 @@
 #ifndef LANEMAP_HELDOUT_MACHINES_H
 #define LANEMAP_HELDOUT_MACHINES_H
 
+#include "lanemap/calibrate.h"
 #include "lanemap/cases.h"
 #include "lanemap/core.h"
 
@@ -28,5 +29,21 @@ lm_status lm_eval_machines_read(const char *records, const lm_cases *list,
                                 const char *isa, const char *here_fp,
                                 lm_eval_machines *out, lm_error *err);
 void lm_eval_machines_free(lm_eval_machines *m);
+
+/* The profile an evaluation into folder out plans ISA target isa with on
+ * machine type fp (also lm_deploy's, which measures into out/measure):
+ * the file given, else the one an earlier run bundled in out/ISA for this
+ * type (lm_eval_bundle_path; not when fresh), else the cached one of the
+ * mode, else calibrated now and cached, with its progress to
+ * progress(ctx, ...) (NULL: none).  *bundled
+ * 1 when the bundle was read. */
+lm_status lm_eval_profile_find(const char *out, lm_isa isa, const char *fp,
+                               int quick, int fresh, const char *given,
+                               int accept_noisy,
+                               void (*progress)(void *ctx, int done, int total,
+                                                const char *what),
+                               void *ctx,
+                               lm_profile **prof, lm_profile_found *found,
+                               int *bundled, lm_error *err);
 
 #endif
