@@ -15,6 +15,7 @@
  * its worker. */
 #include <math.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "lanemap/runtime.h"
 #include "lanemap/timing.h"
@@ -73,8 +74,10 @@ static void run_direct(void *ctx, int64_t reps) {
 }
 
 lm_status lm_pool_round_ns(lm_pool *p, const lm_timing_opts *o, double *fork,
-                           double *join, lm_error *err) {
+                           double *join, lm_noise *noise, lm_error *err) {
   *fork = *join = NAN;
+  if (noise)
+    memset(noise, 0, sizeof *noise);
   if (!p || lm_pool_threads(p) < 1)
     return lm_error_set(err, LM_EINPUT,
                         "fork-join round: needs a pool with at least one thread");
@@ -90,6 +93,8 @@ lm_status lm_pool_round_ns(lm_pool *p, const lm_timing_opts *o, double *fork,
   if (s == LM_OK) {
     *join = fmax(0, r.stats[0].p50 - r.stats[1].p50);
     *fork = fmax(0, r.stats[1].p50 - r.stats[2].p50);
+    if (noise)
+      *noise = r.noise;
   }
   lm_timing_result_free(&r);
   return s;

@@ -854,9 +854,13 @@ Test(profile, a_lookup_waits_for_a_calibration_in_progress_and_loads_its_result)
   rm_tree(tmp);
 }
 
+/* Equal to the 15 significant digits the diagnostics' JSON keeps. */
+static bool near(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)); }
+
 /* A quick calibration takes the fork-join round as measured, not fitted:
- * the fork term is the measured value at every quantile and in every
- * bootstrap resample, the diagnostics say so, and the rows the round
+ * the fork term is the median of the round's repeats, their least and
+ * greatest are its p5 and p95, every bootstrap resample carries the
+ * median, the diagnostics record the repeats, and the rows the round
  * explains to more than half are counted apart from the rms. */
 Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   lm_calib_opts o;
@@ -875,7 +879,23 @@ Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   cr_assert(cJSON_IsNumber(left), "no rows_left_out");
   double nleft = left->valuedouble;
   double F = fj->valuedouble;
+  const cJSON *rj = cJSON_GetObjectItemCaseSensitive(extra, "forkjoin_round");
+  cr_assert(cJSON_IsObject(rj), "no forkjoin_round in the diagnostics");
+  double want_r = cJSON_GetObjectItemCaseSensitive(rj, "repeats_wanted")->valuedouble;
+  double calls = cJSON_GetObjectItemCaseSensitive(rj, "calls")->valuedouble;
+  double kept = cJSON_GetObjectItemCaseSensitive(rj, "kept")->valuedouble;
+  double fmin_ns = cJSON_GetObjectItemCaseSensitive(rj, "fork_min_ns")->valuedouble;
+  double fmax_ns = cJSON_GetObjectItemCaseSensitive(rj, "fork_max_ns")->valuedouble;
+  double jmin_ns = cJSON_GetObjectItemCaseSensitive(rj, "join_min_ns")->valuedouble;
+  double jmax_ns = cJSON_GetObjectItemCaseSensitive(rj, "join_max_ns")->valuedouble;
   cJSON_Delete(extra);
+  /* repeated: the quick suite wants 7, replaces a disturbed one, and
+   * stops at twice as many calls */
+  cr_expect_eq(want_r, 7);
+  cr_expect(kept <= want_r && calls >= kept && calls <= 2 * want_r && calls >= want_r,
+            "kept %g of %g calls", kept, calls);
+  cr_expect(fmin_ns <= F && F <= fmax_ns, "fork %g outside its repeats [%g, %g]", F,
+            fmin_ns, fmax_ns);
   int n = lm_profile_nterms(p), fork = -1;
   for (int i = 0; i < n; i++)
     if (strcmp(lm_profile_term_at(p, i)->name, "fork") == 0)
@@ -891,8 +911,20 @@ Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   double want = t->coef, clamped = fmin(fmax(F, lo_b), hi_b);
   cr_expect(F >= 0 && isfinite(F), "fork_ns %g", F);
   cr_expect(fabs(want - clamped) <= 1e-12 * clamped, "fork %.17g, measured %.17g", want, F);
-  cr_expect(t->p5 == want && t->p50 == want && t->p95 == want, "quantiles %g %g %g", t->p5,
-            t->p50, t->p95);
+  cr_expect(t->p50 == want, "p50 %g, coef %g", t->p50, want);
+  cr_expect(near(t->p5, fmin(fmax(fmin_ns, lo_b), hi_b)) &&
+                near(t->p95, fmin(fmax(fmax_ns, lo_b), hi_b)),
+            "p5 %g, p95 %g: not the repeats' [%g, %g]", t->p5, t->p95, fmin_ns, fmax_ns);
+  int jt = -1;
+  for (int i = 0; i < n; i++)
+    if (strcmp(lm_profile_term_at(p, i)->name, "join") == 0)
+      jt = i;
+  cr_assert_geq(jt, 0);
+  const lm_profile_term *j = lm_profile_term_at(p, jt);
+  cr_expect(near(j->p5, fmin(jmin_ns, LM_JOIN_MAX_NS)) &&
+                near(j->p95, fmin(jmax_ns, LM_JOIN_MAX_NS)) &&
+                j->p5 <= j->coef && j->coef <= j->p95,
+            "join %g [%g, %g], repeats [%g, %g]", j->coef, j->p5, j->p95, jmin_ns, jmax_ns);
   int nb = 0;
   const double *bs = lm_profile_get_bootstrap(p, &nb);
   cr_assert_gt(nb, 0);

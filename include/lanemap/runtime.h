@@ -151,11 +151,19 @@ lm_status lm_pool_launch_sched(lm_keep lm_pool *p, lm_entry_fn fn,
  *   *join  a launch whose chunks wait for each other (the worker must
  *          join) minus the one whose chunks return at once: the workers'
  *          late join (lm_coefs.join).
- * Both NAN on error.  LM_EINPUT for a pool without threads; timing errors
- * as lm_time_compare's. */
+ * Both NAN on error.  *noise (NULL: not wanted) is the comparison's
+ * verdict (lanemap/noise.h), zeroed on error.  One call takes a few tens
+ * of milliseconds, and on a virtual machine whose vCPUs the hypervisor
+ * moves between cores it can fall entirely into a brief placement whose
+ * cross-core round trip is a third of the usual one (docs/runtime.md,
+ * "The round is bimodal"): calibration takes the median of repeats spread
+ * in time.  LM_EINPUT for a pool without threads; timing errors as
+ * lm_time_compare's. */
 struct lm_timing_opts;
+struct lm_noise;
 lm_status lm_pool_round_ns(lm_keep lm_pool *p, const struct lm_timing_opts *o,
-                           double *fork, double *join, lm_error *err);
+                           double *fork, double *join, struct lm_noise *noise,
+                           lm_error *err);
 
 #ifdef __cplusplus
 }
