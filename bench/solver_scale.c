@@ -4,7 +4,7 @@
  * lm_solve's default method and once as the direct joint MIP.  Prints a
  * Markdown table: solve time, status, gap, objective, greedy's excess.
  *
- *   bench_solver_scale [--limit S] [--no-joint]
+ *   bench_solver_scale [--limit S] [--no-joint] [--presolve on|off]
  *
  * Two cost families: "linear" costs (α_v + β_v·R_s)·e^{0.1 ε}, the shape of
  * a cost model's predictions (a per-call overhead and a per-element rate,
@@ -104,20 +104,27 @@ static void row(const char *family, int nk, int nb, int nv, const char *mode,
 
 int main(int argc, char **argv) {
   double limit = 10;
-  int joint = 1;
+  int joint = 1, presolve = -1; /* -1: lm_solve_defaults' */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--limit") && i + 1 < argc)
       limit = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-joint"))
       joint = 0;
+    else if (!strcmp(argv[i], "--presolve") && i + 1 < argc &&
+             (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off")))
+      presolve = !strcmp(argv[++i], "on");
     else {
-      fprintf(stderr, "usage: bench_solver_scale [--limit S] [--no-joint]\n");
+      fprintf(stderr, "usage: bench_solver_scale [--limit S] [--no-joint] "
+                      "[--presolve on|off]\n");
       return 2;
     }
   }
   static const int sizes[][3] = {
       {1, 64, 32}, {10, 64, 32}, {20, 64, 32}, {50, 64, 32}, {100, 64, 32}};
-  printf("time limit %g s per solve; K_k = 3 for every kernel\n\n", limit);
+  lm_solve_opts d;
+  lm_solve_defaults(&d);
+  printf("time limit %g s per solve; K_k = 3 for every kernel; LP presolver %s\n\n",
+         limit, (presolve >= 0 ? presolve : d.presolve) ? "on" : "off");
   printf("| costs | kernels×buckets×variants | constraints | method | status "
          "| time s | gap | objective | greedy excess | pruned | MIPs | nodes "
          "|\n");
@@ -131,6 +138,8 @@ int main(int argc, char **argv) {
       lm_solve_opts o;
       lm_solve_defaults(&o);
       o.time_limit = limit;
+      if (presolve >= 0)
+        o.presolve = presolve;
       /* the budget: 40% of what the cap-only optimum compiles */
       lm_solve_result r;
       lm_error e = {0};

@@ -20,7 +20,7 @@ static const char usage[] =
     "usage: lanemap solve WORKLOAD -o PLAN [--profile P | --default-profile]\n"
     "                    [--accept-noisy] [--threshold] [--robust | --point | --settle A]\n"
     "                    [--time-limit S] [--mip-gap G] [--cache-dir D]\n"
-    "                    [--method auto|joint] [--no-presolve] [--no-prune]\n"
+    "                    [--method auto|joint] [--presolve] [--no-prune]\n"
     "                    [--json] [--verbose]\n"
     "  Predict every (kernel, bucket, variant), choose what to compile and which\n"
     "  variant each bucket runs, and write the plan (lanemap.plan/1).\n"
@@ -44,7 +44,9 @@ static const char usage[] =
     "  --time-limit S     seconds for the whole solve (default 10)\n"
     "  --mip-gap G        relative gap at which a MIP stops (default 0)\n"
     "  --method joint     one MIP over all kernels (reference formulation)\n"
-    "  --no-presolve      GLPK's MIP presolver off\n"
+    "  --presolve         GLPK's LP presolver on the root relaxation (it does\n"
+    "                     not stop at the time limit; --no-presolve: off, the\n"
+    "                     default)\n"
     "  --no-prune         keep dominated variants\n"
     "  --json             the report as one JSON object on stdout\n"
     "  --verbose          GLPK's terminal output\n"
@@ -105,6 +107,8 @@ int cmd_solve(int argc, char **argv) {
     }
     else if (cli_arg_flag(a, "--no-presolve"))
       so.presolve = 0, r = 1;
+    else if (cli_arg_flag(a, "--presolve"))
+      so.presolve = 1, r = 1;
     else if (cli_arg_flag(a, "--no-prune"))
       so.prune = 0, r = 1;
     else if (cli_arg_flag(a, "--json"))

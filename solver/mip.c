@@ -252,26 +252,53 @@ lm_status lm_solve_mip(const Mip *m, lm_solve_result *r, MipOut *out,
   glp_iocp io;
   glp_init_iocp(&io);
   io.msg_lev = o->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
-  io.presolve = o->presolve ? GLP_ON : GLP_OFF;
+  io.presolve = GLP_OFF;
   io.mip_gap = o->mip_gap;
   io.cb_func = mip_callback;
   io.cb_info = &cb;
-  double left = m->deadline - lm_solve_now();
-  io.tm_lim = left > 0.001 ? (int)fmin(left * 1000, 2e9) : 1;
   cb.deadline = m->deadline;
   cb.bound = -INFINITY;
-  if (!o->presolve) {
-    glp_smcp sp;
-    glp_init_smcp(&sp);
-    sp.msg_lev = io.msg_lev;
-    sp.tm_lim = io.tm_lim;
-    glp_simplex(lp, &sp);
-    /* the relaxation's time counts against the same deadline */
-    left = m->deadline - lm_solve_now();
-    io.tm_lim = left > 0.001 ? (int)fmin(left * 1000, 2e9) : 1;
+  /* The root LP first, by glp_simplex under the deadline: inside
+   * glp_intopt neither GLPK's MIP presolver nor its root LP checks tm_lim,
+   * and the deployment evaluation's robust solves took 18-22 s for a 10 s
+   * limit.  GLPK's LP presolver (presolve on) does not check it either
+   * (the same solves: 7-12 s past the deadline in glp_simplex alone), so
+   * it is off by default; it leaves no factorized basis, so a second
+   * simplex without it restores the optimal basis glp_intopt starts from
+   * (no iterations).  glp_intopt then runs without its own presolver, on
+   * the problem as built, which also makes every warm start fit the tree
+   * (docs/solver.md, "Time limit"). */
+  glp_smcp sp;
+  glp_init_smcp(&sp);
+  sp.msg_lev = io.msg_lev;
+  sp.presolve = o->presolve ? GLP_ON : GLP_OFF;
+  int ret = GLP_ETMLIM;
+  for (int pass = 0; pass < 2; pass++) {
+    double left = m->deadline - lm_solve_now();
+    if (left <= 0.001) {
+      ret = GLP_ETMLIM;
+      break;
+    }
+    sp.tm_lim = (int)fmin(left * 1000, 2e9);
+    ret = glp_simplex(lp, &sp);
+    if (ret != 0 || sp.presolve == GLP_OFF || glp_get_status(lp) != GLP_OPT)
+      break;
+    sp.presolve = GLP_OFF; /* again, for the factorized basis */
   }
-  int ret = glp_intopt(lp, &io);
-  int ms = glp_mip_status(lp);
+  int root = ret == 0 && glp_get_status(lp) == GLP_OPT;
+  if (root) {
+    double left = m->deadline - lm_solve_now();
+    io.tm_lim = left > 0.001 ? (int)fmin(left * 1000, 2e9) : 1;
+    ret = glp_intopt(lp, &io);
+  } else if (ret == 0 || ret == GLP_ENOPFS || ret == GLP_ENODFS) {
+    ret = GLP_ENOPFS; /* the relaxation has no optimum: no plan from here */
+  } else if (ret != GLP_ETMLIM && lm_solve_now() <= m->deadline) {
+    st = lm_error_set(err, LM_EFAIL, "solver: GLPK glp_simplex failed (%d)", ret);
+    goto done;
+  } else {
+    ret = GLP_ETMLIM;
+  }
+  int ms = root ? glp_mip_status(lp) : GLP_UNDEF;
 
   out->nodes = cb.nodes;
   out->tmlim = ret == GLP_ETMLIM || (ret == GLP_ESTOP && cb.stopped);

@@ -11,7 +11,7 @@ void lm_solve_defaults(lm_solve_opts *o) {
   memset(o, 0, sizeof *o);
   o->time_limit = 10;
   o->mip_gap = 0;
-  o->presolve = 1;
+  o->presolve = 0; /* GLPK's LP presolver ignores the time limit (mip.c) */
   o->prune = 1;
   o->method = LM_SOLVE_AUTO;
 }

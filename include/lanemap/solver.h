@@ -69,7 +69,8 @@ typedef enum lm_solve_method {
 typedef struct lm_solve_opts {
   double time_limit;      /* s, over the whole call (default 10) */
   double mip_gap;         /* relative gap at which a MIP stops (default 0) */
-  int presolve;           /* GLPK MIP presolver (default 1) */
+  int presolve;           /* GLPK LP presolver on the root (default 0:
+                             it ignores time_limit) */
   int threshold;          /* thresholded dispatch (default 0) */
   int robust;             /* min-max over the scenarios (default 0) */
   int prune;              /* drop dominated variants first (default 1) */
