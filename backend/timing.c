@@ -161,9 +161,7 @@ static int lm_timing_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Quantile q of sorted s[0..n-1], linear interpolation between order
- * statistics (Hyndman-Fan type 7, the default of R and NumPy). */
-static double lm_timing_quantile_sorted(const double *s, int n, double q) {
+double lm_timing_quantile_sorted(const double *s, int n, double q) {
   double h = (n - 1) * q;
   int lo = (int)floor(h);
   if (lo >= n - 1)

@@ -287,34 +287,29 @@ static lm_status measure_round(const lm_calib_opts *o, int samples,
   qsort(jn, (size_t)m, sizeof *jn, cmp_double);
   r->fork_lo = fk[0], r->fork_hi = fk[m - 1];
   r->join_lo = jn[0], r->join_hi = jn[m - 1];
-  double q1 = jn[(m - 1) / 4], q3 = jn[(3 * (m - 1) + 3) / 4];
-  r->spread = r->join > 0 ? (q3 - q1) / r->join : 0;
+  double iqr = lm_timing_quantile_sorted(jn, m, 0.75) - lm_timing_quantile_sorted(jn, m, 0.25);
+  r->spread = r->join > 0 ? iqr / r->join : 0;
   return LM_OK;
 }
 
-/* The round belongs to the forkjoin family's terms: too few quiet repeats
- * (fewer than the repeats wanted) mark that family with the interference
- * the left-out calls saw, which makes the profile noisy; a wide spread of
- * the kept joins marks it unstable. */
+/* The round belongs to the forkjoin family's terms: fewer quiet repeats
+ * than wanted mark that family with the interference the left-out calls
+ * saw, which makes the profile noisy.  The repeats' spread is recorded
+ * with them (diagnostics.extra.forkjoin_round), not as the family's: its
+ * median is what the profile keeps, and a family's spread is its entries'. */
 static void judge_round(const Round *r, Verdict *v) {
-  lm_noise_limits lim;
-  lm_noise_limits_defaults(&lim);
-  unsigned why = 0;
-  if (r->kept < r->wanted)
-    why |= r->reasons ? r->reasons : LM_NOISE_BUSY;
-  if (r->spread > lim.spread_max)
-    why |= LM_NOISE_SPREAD;
-  if (!why)
+  if (r->calls == 0 || r->kept >= r->wanted)
     return;
+  unsigned why = r->reasons ? r->reasons : LM_NOISE_BUSY;
   for (int i = 0; i < v->nfam; i++)
     if (strcmp(v->fam[i].family, "forkjoin") == 0) {
       v->fam[i].reasons |= why;
-      v->fam[i].spread = fmax(v->fam[i].spread, r->spread);
       return;
     }
   /* room: fam holds one entry per benchmark, and the forkjoin family's
-   * benchmarks are never all of them */
-  v->fam[v->nfam++] = (lm_profile_noisy_family){"forkjoin", why, r->spread};
+   * benchmarks are never all of them; its entries' spread passed no limit
+   * (else it would be listed), so none is named */
+  v->fam[v->nfam++] = (lm_profile_noisy_family){"forkjoin", why, 0};
 }
 
 /* Time every (benchmark, size) interleaved, and judge the noise. */
@@ -1018,10 +1013,8 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
   Round round = {.fork = NAN, .join = LM_JOIN_MAX_NS};
   if (s == LM_OK && lm_pool_threads(lm_pool_shared()) > 0) {
     s = measure_round(o, samples, sample_ms, &round, err);
-    if (s == LM_OK) {
+    if (s == LM_OK)
       known[LM_T_FORK] = fmin(fmax(round.fork, lo[LM_T_FORK]), hi[LM_T_FORK]);
-      judge_round(&round, &verdict);
-    }
   }
   progress(o, n + 1, total, "timing");
   if (s == LM_OK)
@@ -1047,6 +1040,9 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     s = fit(runs, n, o, 0, &fr, lo, hi, known, measured, &merr, err);
   }
   progress(o, n + 2, total, "fit");
+  /* after the last measure(), which rebuilds the families' verdicts */
+  if (s == LM_OK)
+    judge_round(&round, &verdict);
   if (s == LM_OK)
     s = to_profile(runs, n, o, &fr, lo, hi, measured, &fp, &verdict, merr,
                    known, &round, trials, ntrials, out, err);

@@ -28,8 +28,8 @@ static void mip_callback(glp_tree *T, void *info) {
   int reason = glp_ios_reason(T);
   if (reason == GLP_IHEUR && cb->warm && !cb->sent) {
     cb->sent = 1;
-    /* With the MIP presolver on, the tree holds the transformed problem;
-     * GLPK checks the offered point and ignores it if it does not fit. */
+    /* glp_intopt runs without its MIP presolver, so the tree holds the
+     * problem as built; GLPK still checks the offered point. */
     if (glp_get_num_cols(glp_ios_get_prob(T)) == (int)cb->warm[0])
       glp_ios_heur_sol(T, cb->warm);
   }
@@ -292,11 +292,9 @@ lm_status lm_solve_mip(const Mip *m, lm_solve_result *r, MipOut *out,
     ret = glp_intopt(lp, &io);
   } else if (ret == 0 || ret == GLP_ENOPFS || ret == GLP_ENODFS) {
     ret = GLP_ENOPFS; /* the relaxation has no optimum: no plan from here */
-  } else if (ret != GLP_ETMLIM && lm_solve_now() <= m->deadline) {
+  } else if (ret != GLP_ETMLIM) {
     st = lm_error_set(err, LM_EFAIL, "solver: GLPK glp_simplex failed (%d)", ret);
     goto done;
-  } else {
-    ret = GLP_ETMLIM;
   }
   int ms = root ? glp_mip_status(lp) : GLP_UNDEF;
 

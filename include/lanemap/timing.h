@@ -134,6 +134,11 @@ double lm_timing_paired_ratio(const double *a, const double *b, int n);
  * v is not modified.  NaN for n = 0. */
 double lm_timing_median(const double *v, int n);
 
+/* Quantile q in [0, 1] of sorted s[0..n-1], n >= 1: linear interpolation
+ * between order statistics (Hyndman-Fan type 7, the default of R and
+ * NumPy), as the stats' p50 and spread are computed. */
+double lm_timing_quantile_sorted(const double *s, int n, double q);
+
 #ifdef __cplusplus
 }
 #endif
