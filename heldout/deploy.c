@@ -758,6 +758,13 @@ static lm_status plans_at(lm_deploy_state *d, int b, const lm_profile *prof,
   lm_plan_problem_free(&pr.pp);
   if (st == LM_OK && nboot == 0 && b == 0)
     note(d, 0, "no robust plans: the profile has no bootstrap resamples");
+  /* a solve the time limit cut short keeps its best plan (for the robust
+   * MIP at a deployment's size, the greedy warm start): said, not hidden */
+  for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++)
+    if (pl[p] && strcmp(pl[p]->status, "time-limit") == 0)
+      note(d, 0, "K=%d: the %s plan's solve reached its time limit; the plan is its "
+                 "best incumbent (docs/solver.md, \"Time limit\")",
+           K, lm_deploy_policy_name((lm_deploy_policy)p));
   for (int p = 0; p < LM_DEPLOY__COUNT && st == LM_OK; p++)
     if (pl[p])
       st = choose(d, b, (lm_deploy_policy)p, err);

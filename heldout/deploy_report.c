@@ -196,6 +196,28 @@ static void shapes_table(FILE *f, const lm_deploy_state *d) {
 }
 
 /* OUT/deploy.md. */
+/* The plans whose solve the time limit cut short: each is its solve's
+ * best incumbent (the greedy warm start when the root relaxation did not
+ * finish), not a proven optimum. */
+static void cut_short(FILE *f, const lm_deploy_state *d) {
+  int n = 0;
+  for (int b = 0; b < d->nbudgets; b++)
+    for (int p = 0; p < LM_DEPLOY__COUNT; p++) {
+      const lm_plan *pl = d->plans[lm_deploy_slot(b, (lm_deploy_policy)p)];
+      if (!pl || strcmp(pl->status, "time-limit") != 0)
+        continue;
+      if (n++ == 0)
+        fprintf(f, "Plans whose solve reached the solver's time limit, each its best "
+                   "incumbent (docs/solver.md, \"Time limit\"):");
+      if (d->budgets[b] > 0)
+        fprintf(f, " %s at K=%d;", lm_deploy_policy_name((lm_deploy_policy)p), d->budgets[b]);
+      else
+        fprintf(f, " %s at K=all;", lm_deploy_policy_name((lm_deploy_policy)p));
+    }
+  if (n)
+    fprintf(f, "\n\n");
+}
+
 static lm_status report_text(FILE *f, const lm_deploy_state *d, lm_error *err) {
   (void)err;
   const lm_deploy_result *r = d->res;
@@ -232,6 +254,7 @@ static lm_status report_text(FILE *f, const lm_deploy_state *d, lm_error *err) {
             "**%d held-out shapes were still noisy after re-measuring**: "
             "their times are doubtful (measure/report.md).\n\n",
             r->noisy);
+  cut_short(f, d);
   summary(f, d);
   ilp_vs_greedy(f, d);
   per_kernel(f, d);
