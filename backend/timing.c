@@ -161,6 +161,11 @@ static int lm_timing_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+void lm_timing_sort(double *v, int n) {
+  if (n > 1)
+    qsort(v, (size_t)n, sizeof *v, lm_timing_cmp_double);
+}
+
 double lm_timing_quantile_sorted(const double *s, int n, double q) {
   double h = (n - 1) * q;
   int lo = (int)floor(h);

@@ -237,11 +237,6 @@ typedef struct Round {
   double spread;           /* (p75 - p25) / p50 of the kept joins */
 } Round;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static lm_status measure_round(const lm_calib_opts *o, int samples,
                                double sample_ms, Round *r, lm_error *err) {
   enum { MAXR = 2 * ROUND_REPEATS_FULL };
@@ -281,10 +276,10 @@ static lm_status measure_round(const lm_calib_opts *o, int samples,
     memcpy(fk, nfk, sizeof fk), memcpy(jn, njn, sizeof jn);
     m = nnoisy;
   }
-  r->fork = lm_timing_median(fk, m);
-  r->join = lm_timing_median(jn, m);
-  qsort(fk, (size_t)m, sizeof *fk, cmp_double);
-  qsort(jn, (size_t)m, sizeof *jn, cmp_double);
+  lm_timing_sort(fk, m);
+  lm_timing_sort(jn, m);
+  r->fork = lm_timing_quantile_sorted(fk, m, 0.5);
+  r->join = lm_timing_quantile_sorted(jn, m, 0.5);
   r->fork_lo = fk[0], r->fork_hi = fk[m - 1];
   r->join_lo = jn[0], r->join_hi = jn[m - 1];
   double iqr = lm_timing_quantile_sorted(jn, m, 0.75) - lm_timing_quantile_sorted(jn, m, 0.25);

@@ -139,6 +139,9 @@ double lm_timing_median(const double *v, int n);
  * NumPy), as the stats' p50 and spread are computed. */
 double lm_timing_quantile_sorted(const double *s, int n, double q);
 
+/* Sorts v[0..n-1] ascending (for lm_timing_quantile_sorted). */
+void lm_timing_sort(double *v, int n);
+
 #ifdef __cplusplus
 }
 #endif
