@@ -171,7 +171,10 @@ double lm_timing_quantile_sorted(const double *s, int n, double q) {
   int lo = (int)floor(h);
   if (lo >= n - 1)
     return s[n - 1];
-  return s[lo] + (h - lo) * (s[lo + 1] - s[lo]);
+  double f = h - lo;
+  if (f == 0 || s[lo + 1] == s[lo])
+    return s[lo]; /* also keeps two infinite values from giving NaN */
+  return s[lo] + f * (s[lo + 1] - s[lo]);
 }
 
 /* Median of v[0..n-1], n >= 1; sorts v. */

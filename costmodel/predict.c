@@ -9,6 +9,7 @@
 
 #include "costmodel/counts.h"
 #include "lanemap/costmodel.h"
+#include "lanemap/timing.h"
 
 /* The launch's time after the fork-join round: t_par, its busiest
  * participant's share, and t_ser, all of it on the caller, combine as the
@@ -103,11 +104,6 @@ void lm_cost_eval(const lm_coefs *c, const lm_features *f, const lm_variant *v,
   out->p5 = out->p95 = out->ns;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 lm_status lm_cost_predict_coefs(const lm_coefs *c, const lm_coefs *boot, int nb,
                                 const lm_kernel *k, const lm_variant *v,
                                 const lm_shape *s, lm_prediction *out,
@@ -125,7 +121,7 @@ lm_status lm_cost_predict_coefs(const lm_coefs *c, const lm_coefs *boot, int nb,
       lm_cost_eval(&boot[b], &f, v, &pb);
       t[b] = pb.ns;
     }
-    qsort(t, (size_t)nb, sizeof *t, cmp_double);
+    lm_timing_sort(t, nb);
     out->p5 = t[(int)floor(0.05 * (nb - 1))];
     out->p95 = t[(int)ceil(0.95 * (nb - 1))];
     free(t);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "lanemap/heldout.h"
+#include "lanemap/timing.h"
 
 const int lm_autotune_budget[LM_AUTOTUNE_BUDGETS] = {1, 2, 3, 5, 10, 20};
 
@@ -36,22 +37,6 @@ const char *lm_policy_name(lm_policy p) {
   return (int)p >= 0 && p < LM_POLICY__COUNT ? policy_names[p] : "unknown";
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Linear interpolation between order statistics at q (numpy's default). */
-static double quantile(const double *sorted, int n, double q) {
-  double pos = q * (n - 1);
-  int lo = (int)floor(pos);
-  if (lo >= n - 1)
-    return sorted[n - 1];
-  double f = pos - lo;
-  if (f == 0 || sorted[lo + 1] == sorted[lo])
-    return sorted[lo]; /* also keeps an infinite regret from giving NAN */
-  return sorted[lo] + f * (sorted[lo + 1] - sorted[lo]);
-}
 
 /* Two times closer than this (relative) are the same time printed twice. */
 #define ROUNDING 1e-9
@@ -93,12 +78,12 @@ lm_status lm_regret_stats_compute(const double *t_best, const double *t_chosen,
     slog += log(ratio);
     within += r[i] <= tie + ROUNDING;
   }
-  qsort(r, (size_t)n, sizeof *r, cmp_double);
+  lm_timing_sort(r, n);
   out->n = n;
   out->score = sb / sc;
   out->geomean = exp(slog / n) - 1;
-  out->median = quantile(r, n, 0.5);
-  out->p90 = quantile(r, n, 0.9);
+  out->median = lm_timing_quantile_sorted(r, n, 0.5);
+  out->p90 = lm_timing_quantile_sorted(r, n, 0.9);
   out->max = r[n - 1];
   out->within = (double)within / n;
   free(r);
@@ -145,7 +130,7 @@ double lm_expected_min(const double *t, int n, int k) {
     k = 1;
   if (k > m)
     k = m;
-  qsort(s, (size_t)m, sizeof *s, cmp_double);
+  lm_timing_sort(s, m);
   /* P(min is the i-th smallest, 0-based) = C(m-1-i, k-1) / C(m, k): the
    * other k-1 draws come from the m-1-i larger ones.  p_0 = k/m, and
    * p_{i+1} / p_i = (m-1-i-(k-1)) / (m-1-i). */
@@ -345,8 +330,8 @@ static uint64_t next_u64(uint64_t *s) {
 static double median_at(const double *x, const int *idx, int n, double *tmp) {
   for (int i = 0; i < n; i++)
     tmp[i] = x[idx[i]];
-  qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
-  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+  lm_timing_sort(tmp, n);
+  return lm_timing_quantile_sorted(tmp, n, 0.5);
 }
 
 /* Rounds of c's confirmation and screening: the sample count its variants
@@ -382,8 +367,8 @@ static void resample_case(const lm_eval_case *c, uint64_t *rng, int *idx,
 }
 
 static double sorted_quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return quantile(v, n, q);
+  lm_timing_sort(v, n);
+  return lm_timing_quantile_sorted(v, n, q);
 }
 
 lm_status lm_eval_policy_bootstrap(const lm_eval_run *run, lm_policy p,
@@ -451,11 +436,11 @@ lm_status lm_eval_policy_bootstrap(const lm_eval_run *run, lm_policy p,
   if (st != LM_OK)
     goto done;
   out->geomean[0] = sorted_quantile(g, resamples, 0.025);
-  out->geomean[1] = quantile(g, resamples, 0.975);
+  out->geomean[1] = lm_timing_quantile_sorted(g, resamples, 0.975);
   out->p90[0] = sorted_quantile(q, resamples, 0.025);
-  out->p90[1] = quantile(q, resamples, 0.975);
+  out->p90[1] = lm_timing_quantile_sorted(q, resamples, 0.975);
   out->max[0] = sorted_quantile(x, resamples, 0.025);
-  out->max[1] = quantile(x, resamples, 0.975);
+  out->max[1] = lm_timing_quantile_sorted(x, resamples, 0.975);
 done:
   free(in);
   free(idx);

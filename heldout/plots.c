@@ -29,6 +29,7 @@
 
 #include "heldout/gnuplot.h"
 #include "lanemap/heldout.h"
+#include "lanemap/timing.h"
 
 extern char **environ;
 
@@ -151,11 +152,6 @@ static lm_status plot_pred(const lm_eval_run *run, const char *dir,
   return write_file(dir, "pred_vs_measured.gp", f, &buf, &len, err);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The policies plotted: those with at least one regret. */
 static int has_regrets(const lm_eval_run *run, lm_policy p) {
   for (int i = 0; i < run->ncases; i++)
@@ -187,7 +183,7 @@ static lm_status plot_cdf(const lm_eval_run *run, const char *dir,
       if (isfinite(c->t_best) && isfinite(c->t_policy[p]))
         r[m++] = c->t_policy[p] / c->t_best - 1;
     }
-    qsort(r, (size_t)m, sizeof *r, cmp_double);
+    lm_timing_sort(r, m);
     if (nb > 0)
       fprintf(f, "\n\n");
     fprintf(f, "# %s\n%g 0\n", lm_policy_name((lm_policy)p), REGRET_FLOOR);

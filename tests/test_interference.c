@@ -13,6 +13,7 @@
  * skipped (SKIP_REGULAR_EXPRESSION), never as passed. */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include "tests/support/run.h"
+#include "lanemap/timing.h"
 
 #include <cjson/cJSON.h>
 
@@ -52,11 +53,6 @@ static char *last_line(const char *text) {
   return s;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The median other_cpus over the verdicts of the records in dir's
  * target folder (the host's is the only one), and how many records had
  * a verdict. */
@@ -83,9 +79,7 @@ static double median_other_cpus(const char *dir, int *nverdicts) {
   free(text);
   if (*nverdicts == 0)
     return NAN;
-  qsort(v, (size_t)*nverdicts, sizeof *v, cmp_double);
-  int m = *nverdicts;
-  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+  return lm_timing_median(v, *nverdicts);
 }
 
 /* The one cached profile in the cache folder: its path, or NULL. */

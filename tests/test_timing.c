@@ -424,6 +424,26 @@ Test(timing, median_and_paired_ratio_of_small_arrays_are_exact) {
   cr_assert_eq(lm_timing_paired_ratio(a, b, 3), 1.0);
 }
 
+Test(timing, sorted_quantiles_interpolate_and_keep_infinities) {
+  double v[] = {4, INFINITY, 1, 3, 2, INFINITY};
+  lm_timing_sort(v, 6);
+  const double want[] = {1, 2, 3, 4, INFINITY, INFINITY};
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(v[i], want[i], "v[%d] = %g", i, v[i]);
+  cr_assert_eq(lm_timing_quantile_sorted(v, 6, 0), 1.0);
+  cr_assert_eq(lm_timing_quantile_sorted(v, 6, 0.5), 3.5);
+  cr_assert_eq(lm_timing_quantile_sorted(v, 4, 0.5), 2.5);
+  cr_assert_eq(lm_timing_quantile_sorted(v, 4, 0.25), 1.75);
+  /* between 4 and infinity: infinity; between two infinities too, not
+   * the NaN of inf + 0.x * (inf - inf) */
+  cr_assert(isinf(lm_timing_quantile_sorted(v, 6, 0.7)));
+  cr_assert(isinf(lm_timing_quantile_sorted(v, 6, 0.9)));
+  cr_assert(isinf(lm_timing_quantile_sorted(v, 6, 1)));
+  double one = 7;
+  lm_timing_sort(&one, 1);
+  cr_assert_eq(lm_timing_quantile_sorted(&one, 1, 0.3), 7.0);
+}
+
 /* ---- on the real clock -------------------------------------------------- */
 
 typedef struct busy {

@@ -22,6 +22,7 @@
 #include "lanemap/json.h"
 #include "lanemap/oracle.h"
 #include "lanemap/records.h"
+#include "lanemap/timing.h"
 #include "lanemap/tune.h"
 #include "lanemap/verify.h"
 
@@ -387,11 +388,6 @@ static int resume_bucket(Tune *t, int ki, int s, int b, Cells *c) {
 
 /* ---- costs ------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Scenario 0 of kernel ki becomes: measured where measured, the
  * prediction times the kernel's median measured / predicted elsewhere,
  * and INFINITY for a variant that failed; one scenario, nothing settled.
@@ -413,8 +409,8 @@ static lm_status set_costs(Tune *t, int ki, const Cells *c, lm_error *err) {
       ratio[nr++] = c->meas[i] / pk->cost[i];
   double scale = 1;
   if (nr > 0) {
-    qsort(ratio, nr, sizeof *ratio, cmp_double);
-    scale = nr % 2 ? ratio[nr / 2] : (ratio[nr / 2 - 1] + ratio[nr / 2]) / 2;
+    lm_timing_sort(ratio, (int)nr);
+    scale = lm_timing_quantile_sorted(ratio, (int)nr, 0.5);
   }
   free(ratio);
   for (int s = 0; s < nb; s++) {

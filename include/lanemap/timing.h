@@ -136,7 +136,9 @@ double lm_timing_median(const double *v, int n);
 
 /* Quantile q in [0, 1] of sorted s[0..n-1], n >= 1: linear interpolation
  * between order statistics (Hyndman-Fan type 7, the default of R and
- * NumPy), as the stats' p50 and spread are computed. */
+ * NumPy), as the stats' p50 and spread are computed.  Between two equal
+ * order statistics it is that value, so infinite ones (a regret against a
+ * failed variant) give infinity, not NaN. */
 double lm_timing_quantile_sorted(const double *s, int n, double q);
 
 /* Sorts v[0..n-1] ascending (for lm_timing_quantile_sorted). */
