@@ -37,7 +37,6 @@ const char *lm_policy_name(lm_policy p) {
   return (int)p >= 0 && p < LM_POLICY__COUNT ? policy_names[p] : "unknown";
 }
 
-
 /* Two times closer than this (relative) are the same time printed twice. */
 #define ROUNDING 1e-9
 
