@@ -4,8 +4,9 @@
  * canonical IR is compared with the kernel name blanked), and no set-2
  * kernel is a set-1 kernel; no case repeats a suite (kernel, shape) pair;
  * each cases.json is well-formed, with every kernel path resolving to a
- * file that parses and binds the case's shape; and set 2 has the forms
- * it was written to cover. */
+ * file that parses and binds the case's shape; set 2 has the forms it
+ * was written to cover; and no validation list (kernels/validation*.json,
+ * where rules are chosen) holds a held-out case. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <limits.h>
@@ -384,6 +385,49 @@ static void check_avoids_suite(const HeldSet *set) {
 Test(heldout, cases_avoid_suite_pairs) {
   for (int si = 0; si < NSETS; si++)
     check_avoids_suite(&SETS[si]);
+}
+
+/* The validation lists (kernels/validation*.json) are where decision rules
+ * and terms are chosen; a held-out result is blind only if none of its
+ * (kernel, shape) pairs is among them.  Every validation case resolves
+ * to a kernel and is no held-out case of either set. */
+static const char *const VALIDATION[] = {"kernels/validation.json",
+                                         "kernels/validation-short.json"};
+
+Test(heldout, validation_lists_hold_no_held_out_case) {
+  for (size_t vi = 0; vi < sizeof VALIDATION / sizeof VALIDATION[0]; vi++) {
+    cJSON *val = load_json(VALIDATION[vi]);
+    int nval = 0;
+    cJSON *a, *b;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(val, "cases")) {
+      char ra[PATH_MAX];
+      const char *ka = cJSON_GetStringValue(cJSON_GetObjectItem(a, "kernel"));
+      const char *ida = cJSON_GetStringValue(cJSON_GetObjectItem(a, "id"));
+      cr_assert(ka && resolve("kernels", ka, ra), "%s: kernel %s does not resolve",
+                VALIDATION[vi], ka ? ka : "(none)");
+      cJSON *sa = cJSON_GetObjectItem(a, "shape");
+      double Ra = cJSON_GetArrayItem(sa, 0)->valuedouble;
+      double Ca = cJSON_GetArrayItem(sa, 1)->valuedouble;
+      nval++;
+      for (int si = 0; si < NSETS; si++) {
+        cJSON *held = load_json(SETS[si].cases);
+        cJSON_ArrayForEach(b, cJSON_GetObjectItem(held, "cases")) {
+          char rb[PATH_MAX];
+          const char *kb = cJSON_GetStringValue(cJSON_GetObjectItem(b, "kernel"));
+          cJSON *sb = cJSON_GetObjectItem(b, "shape");
+          cr_assert(kb && resolve(SETS[si].dir, kb, rb));
+          cr_expect(strcmp(ra, rb) != 0 || cJSON_GetArrayItem(sb, 0)->valuedouble != Ra ||
+                        cJSON_GetArrayItem(sb, 1)->valuedouble != Ca,
+                    "%s: %s is the held-out case %s of %s", VALIDATION[vi],
+                    ida ? ida : "?", cJSON_GetStringValue(cJSON_GetObjectItem(b, "id")),
+                    SETS[si].cases);
+        }
+        cJSON_Delete(held);
+      }
+    }
+    cr_expect_geq(nval, 30, "%s: %d cases", VALIDATION[vi], nval);
+    cJSON_Delete(val);
+  }
 }
 
 /* Set 2 covers the forms it was written for (heldout/set2/README.md): an
