@@ -179,7 +179,7 @@ double lm_timing_quantile_sorted(const double *s, int n, double q) {
 
 /* Median of v[0..n-1], n >= 1; sorts v. */
 static double lm_timing_median_inplace(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, lm_timing_cmp_double);
+  lm_timing_sort(v, n);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -210,7 +210,7 @@ double lm_timing_paired_ratio(const double *a, const double *b, int n) {
 
 static void lm_timing_summarize(lm_timing_stats *st, int ns, double *sorted) {
   memcpy(sorted, st->samples, (size_t)ns * sizeof *sorted);
-  qsort(sorted, (size_t)ns, sizeof *sorted, lm_timing_cmp_double);
+  lm_timing_sort(sorted, ns);
   double sum = 0;
   for (int r = 0; r < ns; r++)
     sum += sorted[r];

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "lanemap/backend.h"
+#include "lanemap/timing.h"
 
 #define MAX_KERNELS 64
 
@@ -66,11 +67,6 @@ static double thread_cpu_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Median, p90 and max of v[0..n) (v is sorted in place). */
 typedef struct Stats {
   double median, p90, max;
@@ -80,7 +76,7 @@ static Stats stats(double *v, int n) {
   Stats s = {NAN, NAN, NAN};
   if (n <= 0)
     return s;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  lm_timing_sort(v, n);
   s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   int rank = (int)ceil(0.9 * n);
   s.p90 = v[(rank < 1 ? 1 : rank) - 1];

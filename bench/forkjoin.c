@@ -84,11 +84,6 @@ static void meet_entry(const void *args, int64_t first, int64_t count) {
     ;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Distribution of single-launch latencies; idle_us > 0 sleeps that long
  * before each launch so the pool's worker has parked. */
 static void latency(const char *title, lm_pool *p, lm_entry_fn fn,
@@ -106,7 +101,7 @@ static void latency(const char *title, lm_pool *p, lm_entry_fn fn,
       abort();
     t[i] = lm_now_ns() - t0;
   }
-  qsort(t, (size_t)count, sizeof *t, cmp_double);
+  lm_timing_sort(t, count);
   printf("  %-34s %8.2f %8.2f %8.2f %8.2f %8.2f\n", title, t[0] / 1e3,
          t[count / 2] / 1e3, t[count * 9 / 10] / 1e3, t[count * 99 / 100] / 1e3,
          t[count - 1] / 1e3);

@@ -25,6 +25,7 @@
 #include "lanemap/json.h"
 
 #include "lanemap/calibrate.h"
+#include "lanemap/timing.h"
 #include "lanemap/verify.h"
 
 static double kendall(const double *a, const double *b, int n) {
@@ -138,11 +139,6 @@ static void one_case(const char *id, const char *kpath, int64_t R, int64_t C,
   lm_kernel_free(k);
 }
 
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
   const char *ppath = NULL, *only = NULL, *wsel = "both";
   int quick = 0;
@@ -222,7 +218,7 @@ int main(int argc, char **argv) {
     }
   }
   int nt = acc.n < 64 ? acc.n : 64;
-  qsort(acc.tau, (size_t)nt, sizeof(double), cmpd);
+  lm_timing_sort(acc.tau, nt);
   printf("\ncases %d: median tau %.2f, geometric-mean top-1 regret %.1f%%, max %.1f%%, "
          "%d cases above 20%%\n",
          acc.n, nt ? acc.tau[nt / 2] : 0, 100 * expm1(acc.log_regret_sum / (acc.n ? acc.n : 1)),

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "calibration/nnls_internal.h"
+#include "lanemap/timing.h"
 
 /* Huber's k = 1.345 gives 95% of least squares' efficiency on normal
  * errors (Huber 1981; the usual default, as in R's MASS::rlm). */
@@ -338,21 +339,6 @@ static int lm_fit_rand_below(uint64_t *state, int n) {
   return (int)(((lm_fit_rand(state) >> 32) * (uint64_t)n) >> 32);
 }
 
-static int lm_fit_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Quantile q of sorted s[0..n-1] by linear interpolation between order
- * statistics (Hyndman-Fan type 7, as the timing harness uses). */
-static double lm_fit_quantile_sorted(const double *s, int n, double q) {
-  double h = (n - 1) * q;
-  int lo = (int)floor(h);
-  if (lo >= n - 1)
-    return s[n - 1];
-  return s[lo] + (h - lo) * (s[lo + 1] - s[lo]);
-}
-
 /* ---- lm_fit -----------------------------------------------------------------
  */
 
@@ -485,10 +471,11 @@ static lm_status lm_fit_bootstrap(lm_fit_ctx *c, const int *unit, int nunits,
   for (int k = 0; k < n; k++) {
     for (int r = 0; r < B; r++)
       col[r] = out->boot[(size_t)r * n + k];
-    qsort(col, (size_t)B, sizeof *col, lm_fit_cmp_double);
-    out->p5[k] = lm_fit_quantile_sorted(col, B, 0.05);
-    out->p50[k] = lm_fit_quantile_sorted(col, B, 0.50);
-    out->p95[k] = lm_fit_quantile_sorted(col, B, 0.95);
+    /* type-7 quantiles, as the timing harness computes its own */
+    lm_timing_sort(col, B);
+    out->p5[k] = lm_timing_quantile_sorted(col, B, 0.05);
+    out->p50[k] = lm_timing_quantile_sorted(col, B, 0.50);
+    out->p95[k] = lm_timing_quantile_sorted(col, B, 0.95);
   }
   out->nboot = B;
 error:

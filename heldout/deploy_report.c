@@ -209,10 +209,10 @@ static void cut_short(FILE *f, const lm_deploy_state *d) {
       if (n++ == 0)
         fprintf(f, "Plans whose solve reached the solver's time limit, each its best "
                    "incumbent (docs/solver.md, \"Time limit\"):");
+      char k[16] = "all";
       if (d->budgets[b] > 0)
-        fprintf(f, " %s at K=%d;", lm_deploy_policy_name((lm_deploy_policy)p), d->budgets[b]);
-      else
-        fprintf(f, " %s at K=all;", lm_deploy_policy_name((lm_deploy_policy)p));
+        snprintf(k, sizeof k, "%d", d->budgets[b]);
+      fprintf(f, " %s at K=%s;", lm_deploy_policy_name((lm_deploy_policy)p), k);
     }
   if (n)
     fprintf(f, "\n\n");

@@ -395,6 +395,9 @@ static const char *const VALIDATION[] = {"kernels/validation.json",
                                          "kernels/validation-short.json"};
 
 Test(heldout, validation_lists_hold_no_held_out_case) {
+  cJSON *held[NSETS];
+  for (int si = 0; si < NSETS; si++)
+    held[si] = load_json(SETS[si].cases);
   for (size_t vi = 0; vi < sizeof VALIDATION / sizeof VALIDATION[0]; vi++) {
     cJSON *val = load_json(VALIDATION[vi]);
     int nval = 0;
@@ -409,9 +412,8 @@ Test(heldout, validation_lists_hold_no_held_out_case) {
       double Ra = cJSON_GetArrayItem(sa, 0)->valuedouble;
       double Ca = cJSON_GetArrayItem(sa, 1)->valuedouble;
       nval++;
-      for (int si = 0; si < NSETS; si++) {
-        cJSON *held = load_json(SETS[si].cases);
-        cJSON_ArrayForEach(b, cJSON_GetObjectItem(held, "cases")) {
+      for (int si = 0; si < NSETS; si++)
+        cJSON_ArrayForEach(b, cJSON_GetObjectItem(held[si], "cases")) {
           char rb[PATH_MAX];
           const char *kb = cJSON_GetStringValue(cJSON_GetObjectItem(b, "kernel"));
           cJSON *sb = cJSON_GetObjectItem(b, "shape");
@@ -422,12 +424,12 @@ Test(heldout, validation_lists_hold_no_held_out_case) {
                     ida ? ida : "?", cJSON_GetStringValue(cJSON_GetObjectItem(b, "id")),
                     SETS[si].cases);
         }
-        cJSON_Delete(held);
-      }
     }
     cr_expect_geq(nval, 30, "%s: %d cases", VALIDATION[vi], nval);
     cJSON_Delete(val);
   }
+  for (int si = 0; si < NSETS; si++)
+    cJSON_Delete(held[si]);
 }
 
 /* Set 2 covers the forms it was written for (heldout/set2/README.md): an
