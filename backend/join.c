@@ -99,3 +99,61 @@ lm_status lm_pool_round_ns(lm_pool *p, const lm_timing_opts *o, double *fork,
   lm_timing_result_free(&r);
   return s;
 }
+
+/* ---- the participants' skew ---------------------------------------------- */
+
+#define SKEW_MAX_PARTS 64
+
+typedef struct Skew {
+  lm_entry_fn fn;
+  const void *args;
+  int64_t grain;
+  int reps;
+  double ns[SKEW_MAX_PARTS]; /* each block's time, by block */
+} Skew;
+
+/* One static block: the real entry over the block, reps times, timed. */
+static void skew_entry(const void *ctx, int64_t first, int64_t count) {
+  Skew *s = (Skew *)ctx;
+  double t0 = lm_now_ns();
+  for (int r = 0; r < s->reps; r++)
+    s->fn(s->args, first, count);
+  int64_t b = first / s->grain;
+  if (b >= 0 && b < SKEW_MAX_PARTS)
+    s->ns[b] = lm_now_ns() - t0;
+}
+
+lm_status lm_pool_skew(lm_pool *p, lm_entry_fn fn, const void *args, int64_t n,
+                       int reps, int launches, double *skew, lm_error *err) {
+  *skew = NAN;
+  if (!p || lm_pool_threads(p) < 1)
+    return lm_error_set(err, LM_EINPUT, "participants' skew: needs a pool with at least one thread");
+  if (!fn || n < 2 || reps < 1 || launches < 1)
+    return lm_error_set(err, LM_EINPUT,
+                        "participants' skew: needs an entry, n >= 2, reps >= 1 and "
+                        "launches >= 1 (n %lld, reps %d, launches %d)",
+                        (long long)n, reps, launches);
+  int parts = lm_pool_threads(p) + 1;
+  if (parts > SKEW_MAX_PARTS)
+    parts = SKEW_MAX_PARTS;
+  if (parts > n)
+    parts = (int)n;
+  /* one block per participant: the static schedule's blocks of one chunk */
+  Skew s = {.fn = fn, .args = args, .grain = n / parts, .reps = reps};
+  int64_t used = s.grain * parts; /* a remainder would make a block more */
+  lm_launch_sched sched = {LM_SCHED_STATIC, 1};
+  double sum = 0;
+  for (int l = 0; l < launches; l++) {
+    for (int b = 0; b < parts; b++)
+      s.ns[b] = NAN;
+    lm_status st = lm_pool_launch_sched(p, skew_entry, &s, used, s.grain, parts, &sched, err);
+    if (st != LM_OK)
+      return st;
+    double lo = INFINITY, hi = 0;
+    for (int b = 0; b < parts; b++)
+      lo = fmin(lo, s.ns[b]), hi = fmax(hi, s.ns[b]);
+    sum += lo > 0 && isfinite(hi) ? hi / lo - 1 : 0;
+  }
+  *skew = sum / launches;
+  return LM_OK;
+}

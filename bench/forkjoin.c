@@ -27,6 +27,10 @@
  * is only parallel when that share is above zero, and a cheap launch whose
  * worker never shows up is just an inline run with extra steps.
  *
+ * The last section measures the participants' skew (lm_pool_skew) in
+ * repeats spread over seconds: how much longer the slower of two equal
+ * static blocks takes, on latency-bound and on throughput-bound work.
+ *
  * Usage: bench_forkjoin [--quick] */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -70,6 +74,63 @@ static void work_entry(const void *args, int64_t first, int64_t count) {
       x = x * 0x9E3779B97F4A7C15ull + (uint64_t)k;
     __asm__ volatile("" : "+r"(x));
   }
+}
+
+/* The participants' skew (lm_pool_skew) on two kinds of work of about
+ * 25 us a block: a dependent scalar chain (latency-bound), and eight
+ * independent 8-lane multiply-add chains (throughput-bound: the vector
+ * units a core's other hyperthread, or another tenant's vCPU on it,
+ * competes for). */
+#define SKEW_ITERS 6000
+static void chain_entry(const void *args, int64_t first, int64_t count) {
+  (void)args, (void)count;
+  uint64_t x = (uint64_t)first | 1u;
+  for (int k = 0; k < 4 * SKEW_ITERS; k++)
+    x = x * 0x9E3779B97F4A7C15ull + (uint64_t)k;
+  __asm__ volatile("" : "+r"(x));
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+static volatile float skew_sink;
+static void vector_entry(const void *args, int64_t first, int64_t count) {
+  (void)args, (void)count;
+  v8f acc[8], m = {0}, c = {0};
+  for (int j = 0; j < 8; j++)
+    for (int l = 0; l < 8; l++)
+      acc[j][l] = 1.0f + (float)(j + l + first);
+  for (int l = 0; l < 8; l++)
+    m[l] = 0.9999999f, c[l] = 1e-7f;
+  for (int k = 0; k < 2 * SKEW_ITERS; k++)
+    for (int j = 0; j < 8; j++)
+      acc[j] = acc[j] * m + c;
+  float sum = 0;
+  for (int j = 0; j < 8; j++)
+    for (int l = 0; l < 8; l++)
+      sum += acc[j][l];
+  skew_sink = sum;
+}
+
+/* repeats of lm_pool_skew, gap_ms apart: min, median, max of their means */
+static void skew_over_time(const char *title, lm_pool *p, lm_entry_fn fn, int repeats,
+                           int gap_ms) {
+  double x[64];
+  int n = 0;
+  lm_error err = {0};
+  for (int r = 0; r < repeats && n < 64; r++) {
+    if (r > 0) {
+      struct timespec ts = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    if (lm_pool_skew(p, fn, NULL, 2, 1, 40, &x[n], &err) == LM_OK)
+      n++;
+  }
+  if (n == 0) {
+    printf("  %-34s %s\n", title, err.msg);
+    return;
+  }
+  lm_timing_sort(x, n);
+  printf("  %-34s %8.3f %8.3f %8.3f %8.3f   (%d repeats)\n", title, x[0], x[n / 2],
+         x[n * 9 / 10], x[n - 1], n);
 }
 
 /* Rendezvous: launch k moves the counter from 2k-2 to 2k; each chunk waits
@@ -306,6 +367,13 @@ int main(int argc, char **argv) {
           &arrived_spin, count / 10, 1000);
   latency("empty after 1 ms idle (parked)", spin, empty_entry, NULL, count / 10,
           1000);
+
+  printf("\nparticipants' skew, 2 static blocks of ~25 us, 40 launches a repeat,\n"
+         "repeats 250 ms apart: slowest block / fastest - 1\n");
+  printf("  %-34s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "max");
+  int reps = quick ? 12 : 40;
+  skew_over_time("scalar chain (latency-bound)", spin, chain_entry, reps, 250);
+  skew_over_time("8-lane multiply-adds (throughput)", spin, vector_entry, reps, 250);
 
   lm_pool_free(park);
   lm_pool_free(spin);

@@ -888,6 +888,20 @@ Test(profile, a_calibration_takes_the_measured_fork_join_round_as_known) {
   double fmax_ns = cJSON_GetObjectItemCaseSensitive(rj, "fork_max_ns")->valuedouble;
   double jmin_ns = cJSON_GetObjectItemCaseSensitive(rj, "join_min_ns")->valuedouble;
   double jmax_ns = cJSON_GetObjectItemCaseSensitive(rj, "join_max_ns")->valuedouble;
+  /* the participants' skew, measured beside each repeat of the round on
+   * the ALU benchmark: a fraction in [0, 1] within its repeats */
+  const cJSON *skr = cJSON_GetObjectItemCaseSensitive(rj, "skew_repeats");
+  cr_assert(cJSON_IsNumber(skr), "no skew_repeats in forkjoin_round");
+  cr_expect(skr->valuedouble >= 1 && skr->valuedouble <= calls, "skew measured %g times in %g calls",
+            skr->valuedouble, calls);
+  const cJSON *skm = cJSON_GetObjectItemCaseSensitive(rj, "skew");
+  const cJSON *sklo = cJSON_GetObjectItemCaseSensitive(rj, "skew_min");
+  const cJSON *skhi = cJSON_GetObjectItemCaseSensitive(rj, "skew_max");
+  cr_assert(cJSON_IsNumber(skm) && cJSON_IsNumber(sklo) && cJSON_IsNumber(skhi),
+            "no skew figures in forkjoin_round");
+  cr_expect(sklo->valuedouble >= 0 && sklo->valuedouble <= skm->valuedouble &&
+                skm->valuedouble <= skhi->valuedouble && skhi->valuedouble <= 1,
+            "skew %g [%g, %g]", skm->valuedouble, sklo->valuedouble, skhi->valuedouble);
   cJSON_Delete(extra);
   /* repeated: the quick suite wants 7, replaces a disturbed one, and
    * stops at twice as many calls */

@@ -684,6 +684,50 @@ Test(pool, the_worker_ladder_doubles_up_to_the_cores_available) {
   cr_expect_eq(one[0], 1);
 }
 
+/* A block that spins (1 + its index) x 20 us: block 1 takes twice block
+ * 0's time, whatever the cores' speeds. */
+static void uneven_entry(const void *args, int64_t first, int64_t count) {
+  (void)args, (void)count;
+  double t0 = lm_now_ns();
+  while (lm_now_ns() - t0 < (double)(1 + first) * 20000)
+    ;
+}
+
+static void even_entry(const void *args, int64_t first, int64_t count) {
+  (void)args, (void)first, (void)count;
+  double t0 = lm_now_ns();
+  while (lm_now_ns() - t0 < 20000)
+    ;
+}
+
+/* The participants' skew: the slowest block over the fastest, less one,
+ * averaged over launches; refused without a pool thread or work to split. */
+Test(runtime, the_participants_skew_is_the_slowest_block_over_the_fastest) {
+  lm_error err = {0};
+  double x = 0;
+  cr_expect_eq(lm_pool_skew(NULL, even_entry, NULL, 2, 1, 1, &x, &err), LM_EINPUT);
+  cr_expect(isnan(x));
+  lm_pool *p0 = lm_pool_new(0, &err);
+  cr_assert_not_null(p0, "%s", err.msg);
+  cr_expect_eq(lm_pool_skew(p0, even_entry, NULL, 2, 1, 1, &x, &err), LM_EINPUT);
+  cr_expect(strstr(err.msg, "at least one thread"), "%s", err.msg);
+  lm_pool_free(p0);
+  lm_pool *p = lm_pool_new(1, &err);
+  cr_assert_not_null(p, "%s", err.msg);
+  cr_expect_eq(lm_pool_skew(p, NULL, NULL, 2, 1, 1, &x, &err), LM_EINPUT);
+  cr_expect_eq(lm_pool_skew(p, even_entry, NULL, 1, 1, 1, &x, &err), LM_EINPUT);
+  cr_expect_eq(lm_pool_skew(p, even_entry, NULL, 2, 0, 1, &x, &err), LM_EINPUT);
+  cr_expect_eq(lm_pool_skew(p, even_entry, NULL, 2, 1, 0, &x, &err), LM_EINPUT);
+  cr_expect(strstr(err.msg, "launches"), "%s", err.msg);
+  /* a preempted block only lengthens a launch's ratio, so the uneven
+   * blocks give at least their 1.0 less the clock's jitter */
+  cr_assert_eq(lm_pool_skew(p, uneven_entry, NULL, 2, 1, 10, &x, &err), LM_OK, "%s", err.msg);
+  cr_expect(x > 0.9 && isfinite(x), "uneven blocks: skew %g, want about 1", x);
+  cr_assert_eq(lm_pool_skew(p, even_entry, NULL, 2, 2, 10, &x, &err), LM_OK, "%s", err.msg);
+  cr_expect(x >= 0 && isfinite(x), "even blocks: skew %g", x);
+  lm_pool_free(p);
+}
+
 /* The fork-join round and the late join are measured on a pool with a
  * thread, refused without. */
 Test(runtime, the_fork_join_round_and_late_join_are_measured_on_a_pool_with_a_thread) {

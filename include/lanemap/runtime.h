@@ -165,6 +165,23 @@ lm_status lm_pool_round_ns(lm_keep lm_pool *p, const struct lm_timing_opts *o,
                            double *fork, double *join, struct lm_noise *noise,
                            lm_error *err);
 
+/* The participants' skew on p (at least one thread): how much longer the
+ * slowest participant of a static launch takes than the fastest for the
+ * same work, as a fraction (backend/join.c).  `launches` static launches
+ * of fn over n instances (args as fn expects) are made with every
+ * participant of the pool that has an instance (at most n); each
+ * participant runs its block `reps` times in a row and times it.  *skew is
+ * the mean over launches of max/min - 1: what a static launch loses to
+ * equal blocks on unequal cores.  On a virtual machine whose vCPUs share
+ * their physical cores with other tenants it is tens of percent at times
+ * and near 0 at others (docs/runtime.md, "Unequal participants"), so
+ * calibration takes the median of repeats spread in time.  NAN on error;
+ * LM_EINPUT for a pool without threads, n < 2, reps < 1, launches < 1 or
+ * fn NULL. */
+lm_status lm_pool_skew(lm_keep lm_pool *p, lm_entry_fn fn, const void *args,
+                       int64_t n, int reps, int launches, double *skew,
+                       lm_error *err);
+
 #ifdef __cplusplus
 }
 #endif
