@@ -13,6 +13,7 @@
 #include "lanemap/costmodel.h"
 
 #define LM_COST_MAX_BUFS LM_MAX_BUFFERS
+#define LM_COST_FWD_LOOPS 4
 
 typedef enum lm_cost_buf {
   LM_CB_ROWS,   /* rank 2: R x C rows */
@@ -43,7 +44,32 @@ typedef struct lm_cost_counts {
     double dsize;                /* bytes per element */
   } buf[LM_COST_MAX_BUFS];
   double privrow;                /* private-array bytes per row step: nsnap*W*elem */
+  /* masked private reads of one tail step (priv=masked) by how many loops
+   * after its write they come: [1] the next loop, ... [LM_COST_FWD_LOOPS-1]
+   * that many or more (lm_cost_counts_fwd) */
+  double fwd[LM_COST_FWD_LOOPS];
+  double uops_main, uops_tail;   /* instructions of one step of each, per loop (fwd) */
 } lm_cost_counts;
+
+/* Store forwarding.  A load of bytes a masked store wrote cannot take
+ * them from the store buffer: it waits until the store has left it.  A
+ * private slot written by a masked tail step and read by a later loop's
+ * tail step stalls so when little work lies between the two; the stall
+ * fades as the work grows.  The work is counted in instructions (each
+ * counted vector operation, load, store, shuffle and gathered or
+ * scattered element one, a math call LM_COST_FWD_CALL_UOPS), and the
+ * stall is gone after LM_COST_FWD_UOPS of them.  Named defaults, from
+ * the `priv` kernel (y = x * sum(x), snapshot) at w16/l16 on the
+ * project's VM (AMD EPYC, 2026-12-08): priv=masked over priv=slot cost
+ * 4.6 ns a row with 0 or 1 full steps between, 4.0, 3.1, 2.7 with 2, 3,
+ * 4, 1.0 with 6 and 0.3 from 8 on, and a full step of its reading loop
+ * counts 3 instructions (a slot load, a multiply, a store): 24 in 8 steps
+ * (docs/costmodel.md, "Store forwarding").  A call's instructions: the
+ * 15-40 cycles of a vector math routine (calibration/defaults.c).  Weight
+ * of one read with u instructions between: max(0, 1 - u / LM_COST_FWD_UOPS). */
+#define LM_COST_FWD_UOPS 24.0
+#define LM_COST_FWD_CALL_UOPS 20.0
+double lm_cost_counts_fwd(const lm_cost_counts *pl, const lm_sched_steps *st);
 
 #define LM_COST_NWIDE_INS 10
 extern const lm_term lm_cost_wide_ins[LM_COST_NWIDE_INS];

@@ -54,8 +54,9 @@ int lm_term_lookup(const char *name) {
  * function (verf_ir), a division by a launch-fixed value not counted per
  * row (vdiv); 9: a wide math call is its routine's wide twin, not the
  * narrow call plus one shared wide_call; 10: the terms on trial decided by
- * the families' paired rise (lm_term_trial_keeps), not the margin alone */
-#define LM_MODEL_FORM "form-10"
+ * the families' paired rise (lm_term_trial_keeps), not the margin alone;
+ * 11: fwd_stall, masked private reads of a masked write in flight */
+#define LM_MODEL_FORM "form-11"
 
 const char *lm_model_id(void) {
   static _Thread_local char id[9];
@@ -88,6 +89,7 @@ typedef struct Cx {
   double *n;
   double *gb;        /* [buffer] elements gathered or scattered from rows */
   const int *bufof;  /* parameter -> buffer index (-1 for scalars) */
+  double *fwd;       /* the tail's masked private reads by loop distance, or NULL */
 } Cx;
 
 static int ilog2(int x) {
@@ -193,12 +195,19 @@ static void op_cost(Cx *c, const lm_node *nd) {
 static void priv_read(Cx *c, const lm_node *nd) {
   double *n = c->n;
   lm_priv how = lm_sched_priv(c->s, nd->dtype, NULL);
-  if (how == LM_PRIV_GATHER)
+  if (how == LM_PRIV_GATHER) {
     n[LM_T_GATHER] += c->W;
-  else if (how == LM_PRIV_MASKED && c->masked)
+  } else if (how == LM_PRIV_MASKED && c->masked) {
     n[LM_T_MASKLOAD] += 1;
-  else
+    /* it reads what a masked store of the same step wrote nd->level's
+     * loop ago: store forwarding (lm_cost_counts_fwd) */
+    if (c->fwd) {
+      int d = c->loop - nd->level;
+      c->fwd[d < LM_COST_FWD_LOOPS ? d : LM_COST_FWD_LOOPS - 1] += 1;
+    }
+  } else {
     n[LM_T_VLOAD] += 1, n[LM_T_VOP] += c->masked;
+  }
 }
 
 static void priv_write(Cx *c, const lm_node *nd) {
@@ -368,9 +377,11 @@ static void part_costs(Cx *c, lm_cost_counts *pl) {
       c->mode = s->part[p].mode;
       c->masked = s->part[p].masked;
       c->gb = gb[p];
+      c->fwd = p == LM_PART_TAIL ? pl->fwd : NULL;
       step_cost(c, out[p]);
     }
   c->gb = NULL;
+  c->fwd = NULL;
   for (int p = 0; p < LM_PART__COUNT; p++)
     pl->copies[p] = s->part[p].steps * s->part[p].copies;
 }
@@ -396,6 +407,8 @@ static void packet_costs(Cx *c, lm_cost_counts *pl) {
     pl->packet[LM_T_GATHER] += c->W;
   pl->packet[LM_T_PACKET] += 1;
 }
+
+static double step_uops(const double *step, int nloops);
 
 lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
                                lm_cost_counts *pl, lm_error *err) {
@@ -436,6 +449,8 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
     pl->step_tail[LM_T_MASKI] += pl->step_tail[lm_cost_wide_ins[i]];
   for (int l = 0; l < sch.nloops; l++)
     pl->nred += sch.loop[l].nred;
+  pl->uops_main = step_uops(pl->step_main, sch.nloops);
+  pl->uops_tail = step_uops(pl->step_tail, sch.nloops);
   packet_costs(&c, pl);
 
   /* which loops read each row buffer from memory (not from a snapshot) */
@@ -477,6 +492,42 @@ lm_status lm_cost_counts_build(const lm_kernel *k, const lm_variant *v,
   free(bufof);
   lm_schedule_free(&sch);
   return LM_OK;
+}
+
+/* The stalls of masked private reads at a shape: a full packet's tail step
+ * reads a loop's slot d loops after writing it, with d (full + tail) - 1
+ * steps between, the full ones counted; a partial packet runs every step
+ * masked, S per loop, with d S - 1 between (counts.h, LM_COST_FWD_UOPS). */
+static double fwd_weight(double uops) {
+  double w = 1 - uops / LM_COST_FWD_UOPS;
+  return w > 0 ? w : 0;
+}
+
+double lm_cost_counts_fwd(const lm_cost_counts *pl, const lm_sched_steps *st) {
+  double n = 0;
+  for (int d = 1; d < LM_COST_FWD_LOOPS; d++) {
+    if (!pl->fwd[d])
+      continue;
+    double full = fmax(0, d * (st->full + st->tail) - 1 - (d - 1) * st->tail);
+    double tails = (d - 1) * st->tail;
+    n += pl->fwd[d] *
+         (st->Pf * st->tail * fwd_weight(full * pl->uops_main + tails * pl->uops_tail) +
+          (st->P - st->Pf) * st->S * fwd_weight((d * st->S - 1) * pl->uops_tail));
+  }
+  return n;
+}
+
+/* Instructions of one step (summed over loops in *step), per loop. */
+static double step_uops(const double *step, int nloops) {
+  static const lm_term ins[] = {LM_T_VOP,      LM_T_VLOAD,     LM_T_VSTORE, LM_T_SEGLOAD,
+                                LM_T_SEGSTORE, LM_T_MASKLOAD,  LM_T_MASKSTORE, LM_T_BLEND,
+                                LM_T_SHUFFLE,  LM_T_GATHER,    LM_T_SCATTER};
+  double u = 0;
+  for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+    u += step[ins[i]];
+  for (int t = LM_T_FIRST_MATH; t <= LM_T_LAST_MATH; t++)
+    u += LM_COST_FWD_CALL_UOPS * step[t];
+  return u / (nloops > 0 ? nloops : 1);
 }
 
 /* L1 geometry: x86 L1 data caches are virtually indexed within a 4 KiB
@@ -639,6 +690,7 @@ void lm_cost_counts_eval(const lm_cost_counts *pl, const lm_shape *s,
   out->dynamic = st.dynamic;
   out->density = st.density;
   n[LM_T_GALIAS] += lm_cost_counts_alias(pl, s, caches, &st);
+  n[LM_T_FWD] += lm_cost_counts_fwd(pl, &st);
   /* launch structure */
   n[LM_T_CALL] += st.calls;
   if (pl->rule.workers > 1 && st.tasks > 1) /* one task runs inline, without the pool */

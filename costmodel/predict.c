@@ -148,6 +148,7 @@ typedef struct Fast {
   double wtask;               /* call ns per task */
   double wpool;               /* task ns per task, when the pool runs them */
   double walias;              /* ns per aliasing gathered element */
+  double wfwd;                /* ns per store-forwarding stall */
   double fork;                /* fork-join ns per launch (workers > 1) */
   int workers, gathers;       /* gathers: the plan has row gathers */
 } Fast;
@@ -184,6 +185,7 @@ static void fast_of(const lm_coefs *c, const lm_cost_counts *pl, int workers, Fa
   f->wtask = c->theta[LM_T_CALL];
   f->wpool = workers > 1 ? c->theta[LM_T_TASK] : 0;
   f->walias = c->theta[LM_T_GALIAS];
+  f->wfwd = c->theta[LM_T_FWD];
   f->fork = workers > 1 ? c->theta[LM_T_FORK] : 0;
   f->workers = workers;
   for (int b = 0; b < pl->nbuf; b++)
@@ -238,6 +240,8 @@ void lm_predictor_eval_rows(const lm_predictor *p, const lm_shape *s,
     double K = pooled ? st.claims * f->wpool : 0;
     if (f->gathers && f->walias > 0)
       C += f->walias * lm_cost_counts_alias(pl, s, &c->caches, &st);
+    if (f->wfwd > 0)
+      C += f->wfwd * lm_cost_counts_fwd(pl, &st);
     double lv[3], total, fp;
     lm_cost_counts_bytes(pl, s, &c->caches, &st, lv, &total, &fp);
     double par = f->workers > 1 ? st.par : 1;

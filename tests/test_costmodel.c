@@ -507,6 +507,39 @@ static lm_kernel *parse(const char *src) {
   return k;
 }
 
+/* Store forwarding (costmodel/counts.h): a masked tail step's private
+ * slot (priv=masked) read back by the next loop's tail step stalls, fully
+ * with no full step between, fading over LM_COST_FWD_UOPS instructions of
+ * the full steps between (3 a step here: the slot load, the multiply, the
+ * store), and never for slots written by full stores. */
+Test(counts, masked_private_reads_soon_after_their_masked_write_stall) {
+  lm_kernel *k = parse("kernel priv(x: f32[R, C]) -> (y: f32[R, C]) {\n"
+                       "  xs = x[r, :]\n  s = sum(xs)\n  y[r, :] = xs * s\n}\n");
+  struct {
+    const char *v;
+    int64_t R, C;
+    double want;
+  } cases[] = {
+      {"x86-64-v4/w16/l16/priv=masked/phase=snapshot/t1", 100, 3, 100},     /* no full step */
+      {"x86-64-v4/w16/l16/priv=masked/phase=snapshot/t1", 100, 19, 87.5},   /* 1 step: 3 of 24 */
+      {"x86-64-v4/w16/l16/priv=masked/phase=snapshot/t1", 100, 67, 50},     /* 4 steps: 12 */
+      {"x86-64-v4/w16/l16/priv=masked/phase=snapshot/t1", 100, 259, 0},     /* 16 steps */
+      {"x86-64-v4/w16/l16/priv=masked/phase=snapshot/t1", 100, 32, 0},      /* no masked step */
+      {"x86-64-v4/w16/l16/priv=slot/phase=snapshot/t1", 100, 3, 0},         /* full stores */
+      {"x86-64-v4/w16/l16/phase=reread/t1", 100, 3, 0},                     /* no slot */
+      /* program mapping: only the partial packet is masked, and its steps
+       * gather 16 elements each, more than the window: no stall */
+      {"x86-64-v4/w16/l1/priv=masked/glob=gather/phase=snapshot/t1", 17, 3, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    lm_features f = count(k, cases[i].v, cases[i].R, cases[i].C);
+    cr_expect(fabs(f.n[LM_T_FWD] - cases[i].want) < 1e-9, "%s %lldx%lld: %g stalls, want %g",
+              cases[i].v, (long long)cases[i].R, (long long)cases[i].C, f.n[LM_T_FWD],
+              cases[i].want);
+  }
+  lm_kernel_free(k);
+}
+
 Test(counts, a_masked_step_prices_each_of_its_instructions) {
   /* 1 row x 70 columns at W = 16: one masked step with 2 masked loads, a
    * masked store and the sigmoid's and products' 4 ops plus the 2 of the

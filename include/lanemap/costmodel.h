@@ -75,6 +75,7 @@ extern "C" {
   X(STEP, "step", "unmasked loop steps (index math and branch)")                \
   X(MSTEP, "mask_step", "masked tail steps (active-mask computation)")          \
   X(MASKI, "mask_ins", "vector instructions of masked tail steps (extra)")       \
+  X(FWD, "fwd_stall", "masked private reads of a masked write still in flight")  \
   X(PACKET, "packet", "packets (per-packet setup and reduction finalisation)")  \
   X(CALL, "call", "entry calls (one per task, or one inline launch)")           \
   X(TASK, "task", "pool claims, a batch of tasks each (workers > 1)")          \
