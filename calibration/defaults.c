@@ -71,7 +71,7 @@ static const struct {
     {LM_T_MASKI, 0.5, "ns/op"},      {LM_T_SPILL, 1, "ns/op"},
     /* a load that cannot forward from a masked store waits for the store
      * to leave the store buffer: 4.6 ns, 14 cycles, measured on the
-     * project's VM (costmodel/counts.h, LM_COST_FWD_STEPS) */
+     * project's VM (costmodel/counts.h, LM_COST_FWD_UOPS) */
     {LM_T_FWD, 14, "ns/stall"},
     {LM_T_PACKET, 10, "ns/packet"},  {LM_T_CALL, 15, "ns/call"},
     {LM_T_TASK, 60, "ns/claim"},      {LM_T_FORK, 3000, "ns/launch"},
