@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "lanemap/noise.h"
 #include "lanemap/runtime.h"
 #include "lanemap/timing.h"
 
@@ -156,4 +157,18 @@ lm_status lm_pool_skew(lm_pool *p, lm_entry_fn fn, const void *args, int64_t n,
   }
   *skew = sum / launches;
   return LM_OK;
+}
+
+/* The probe's block: lm_noise_vector_run, SKEW_PROBE_REPS reps (about
+ * 25 us on the project's VM). */
+#define SKEW_PROBE_REPS 750
+static void skew_probe_entry(const void *args, int64_t first, int64_t count) {
+  (void)args, (void)first, (void)count;
+  lm_noise_vector_run(NULL, SKEW_PROBE_REPS);
+}
+
+lm_status lm_pool_skew_probe(lm_pool *p, int launches, double *skew, lm_error *err) {
+  int parts = p ? lm_pool_threads(p) + 1 : 2;
+  return lm_pool_skew(p, skew_probe_entry, NULL, parts < 2 ? 2 : parts, 1, launches, skew,
+                      err);
 }

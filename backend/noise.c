@@ -606,3 +606,25 @@ void lm_noise_canary_run(void *ctx, int64_t reps) {
     __asm__ volatile("" : "+r"(x));
   }
 }
+
+typedef float lm_noise_v8f __attribute__((vector_size(32)));
+static volatile float vector_sink; /* keeps the loop's work */
+
+void lm_noise_vector_run(void *ctx, int64_t reps) {
+  (void)ctx;
+  lm_noise_v8f acc[8], m, c;
+  for (int l = 0; l < 8; l++) {
+    m[l] = 0.9999999f, c[l] = 1e-7f;
+    for (int j = 0; j < 8; j++)
+      acc[j][l] = 1.0f + 1e-3f * (float)(j + l);
+  }
+  for (int64_t r = 0; r < reps; r++)
+    for (int k = 0; k < 16; k++)
+      for (int j = 0; j < 8; j++)
+        acc[j] = acc[j] * m + c;
+  float sum = 0;
+  for (int j = 0; j < 8; j++)
+    for (int l = 0; l < 8; l++)
+      sum += acc[j][l];
+  vector_sink = sum;
+}

@@ -8,7 +8,8 @@
  * slows throughput-bound and cache-bound kernels without counting as steal.
  * This benchmark times, on one pinned CPU, back to back and in turn:
  *   - chain:  the harness's canary;
- *   - fma:    eight independent vector multiply-add chains (port-bound);
+ *   - fma:    eight independent vector multiply-add chains (port-bound;
+ *             lm_noise_vector_run);
  *   - sweep:  a sum over a buffer of --kib KiB (cache-bound; the default,
  *             2048, is half of a 4 MiB L2);
  * each sized to about 2 ms, for --seconds s, and prints each loop's spread
@@ -29,24 +30,6 @@
 #include "lanemap/timing.h"
 
 typedef float vf __attribute__((vector_size(32)));
-
-static float fma_loop(int64_t reps) {
-  vf a[8], m, c;
-  for (int i = 0; i < 8; i++)
-    for (int l = 0; l < 8; l++)
-      a[i][l] = 1.0f + 1e-3f * (float)(i + l);
-  for (int l = 0; l < 8; l++)
-    m[l] = 0.999999f, c[l] = 1e-7f;
-  for (int64_t r = 0; r < reps; r++)
-    for (int k = 0; k < 16; k++)
-      for (int i = 0; i < 8; i++)
-        a[i] = a[i] * m + c;
-  float s = 0;
-  for (int i = 0; i < 8; i++)
-    for (int l = 0; l < 8; l++)
-      s += a[i][l];
-  return s;
-}
 
 static float *buf;
 static size_t nbuf; /* floats, a multiple of 8 */
@@ -73,7 +56,7 @@ static void run(int which, int64_t reps) {
   if (which == CHAIN)
     lm_noise_canary_run(NULL, reps);
   else if (which == FMA)
-    sink += fma_loop(reps);
+    lm_noise_vector_run(NULL, reps);
   else
     sink += sweep_loop(reps);
 }

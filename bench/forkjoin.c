@@ -77,10 +77,10 @@ static void work_entry(const void *args, int64_t first, int64_t count) {
 }
 
 /* The participants' skew (lm_pool_skew) on two kinds of work of about
- * 25 us a block: a dependent scalar chain (latency-bound), and eight
- * independent 8-lane multiply-add chains (throughput-bound: the vector
- * units a core's other hyperthread, or another tenant's vCPU on it,
- * competes for). */
+ * 25 us a block: a dependent scalar chain (latency-bound), and
+ * lm_pool_skew_probe's eight independent 8-lane multiply-add chains
+ * (throughput-bound: the vector units a core's other hyperthread, or
+ * another tenant's vCPU on it, competes for). */
 #define SKEW_ITERS 6000
 static void chain_entry(const void *args, int64_t first, int64_t count) {
   (void)args, (void)count;
@@ -90,27 +90,8 @@ static void chain_entry(const void *args, int64_t first, int64_t count) {
   __asm__ volatile("" : "+r"(x));
 }
 
-typedef float v8f __attribute__((vector_size(32)));
-static volatile float skew_sink;
-static void vector_entry(const void *args, int64_t first, int64_t count) {
-  (void)args, (void)count;
-  v8f acc[8], m = {0}, c = {0};
-  for (int j = 0; j < 8; j++)
-    for (int l = 0; l < 8; l++)
-      acc[j][l] = 1.0f + (float)(j + l + first);
-  for (int l = 0; l < 8; l++)
-    m[l] = 0.9999999f, c[l] = 1e-7f;
-  for (int k = 0; k < 2 * SKEW_ITERS; k++)
-    for (int j = 0; j < 8; j++)
-      acc[j] = acc[j] * m + c;
-  float sum = 0;
-  for (int j = 0; j < 8; j++)
-    for (int l = 0; l < 8; l++)
-      sum += acc[j][l];
-  skew_sink = sum;
-}
-
-/* repeats of lm_pool_skew, gap_ms apart: min, median, max of their means */
+/* repeats of lm_pool_skew on fn (NULL: lm_pool_skew_probe's own block),
+ * gap_ms apart: min, median, max of their means */
 static void skew_over_time(const char *title, lm_pool *p, lm_entry_fn fn, int repeats,
                            int gap_ms) {
   double x[64];
@@ -121,7 +102,9 @@ static void skew_over_time(const char *title, lm_pool *p, lm_entry_fn fn, int re
       struct timespec ts = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L};
       nanosleep(&ts, NULL);
     }
-    if (lm_pool_skew(p, fn, NULL, 2, 1, 40, &x[n], &err) == LM_OK)
+    lm_status st = fn ? lm_pool_skew(p, fn, NULL, 2, 1, 40, &x[n], &err)
+                      : lm_pool_skew_probe(p, 40, &x[n], &err);
+    if (st == LM_OK)
       n++;
   }
   if (n == 0) {
@@ -373,7 +356,7 @@ int main(int argc, char **argv) {
   printf("  %-34s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "max");
   int reps = quick ? 12 : 40;
   skew_over_time("scalar chain (latency-bound)", spin, chain_entry, reps, 250);
-  skew_over_time("8-lane multiply-adds (throughput)", spin, vector_entry, reps, 250);
+  skew_over_time("8-lane multiply-adds (throughput)", spin, NULL, reps, 250);
 
   lm_pool_free(park);
   lm_pool_free(spin);

@@ -1,6 +1,7 @@
 /* lanemap evaluate: the main job, lm_evaluate (heldout/evaluate.c) with
  * its options from the command line and its progress on a bar. */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,10 @@ static void print_stats(const lm_evaluate_target *t) {
            t->dispatched, t->dispatch_ratio);
 }
 
+/* A participants' skew named on a noisy verdict's line: a fifth, where
+ * static splits lose 10% and more to dynamic ones (docs/runtime.md). */
+#define SKEW_NOTED 0.2
+
 /* The last line: whether the figures can be trusted.  1 if they cannot. */
 static int print_verdict(const lm_evaluate_result *res) {
   char cpus[96] = "unknown";
@@ -135,10 +140,17 @@ static int print_verdict(const lm_evaluate_result *res) {
   if (res->contended > 0)
     snprintf(left, sizeof left, ", %d left out with a contended plan pick",
              res->contended);
-  char who[96] = "";
+  char who[160] = "";
   if (res->busiest.pid > 0 && res->busiest.cpus >= 0.01)
     snprintf(who, sizeof who, "; the busiest: pid %d (%s), %.2f CPU",
              res->busiest.pid, res->busiest.comm, res->busiest.cpus);
+  /* cores of unequal speed (docs/runtime.md, "Unequal participants") */
+  double sk = fmax(isfinite(res->skew_before) ? res->skew_before : 0,
+                   isfinite(res->skew_after) ? res->skew_after : 0);
+  size_t ww = strlen(who);
+  if (sk >= SKEW_NOTED && ww < sizeof who)
+    snprintf(who + ww, sizeof who - ww, "; the cores' speeds differed by %.0f%%",
+             100 * sk);
   /* the measures that flagged them, e.g. "steal, discord; " */
   char by[96] = "";
   size_t w = 0;
@@ -358,6 +370,9 @@ int cmd_evaluate(int argc, char **argv) {
   }
   printf("report    %s/report.md (%.0f s)%s\n", a.o.out, res.total_s,
          a.o.fp == LM_FP_RELAXED ? ", floating point relaxed (--fp relaxed)" : "");
+  if (isfinite(res.skew_before) || isfinite(res.skew_after))
+    printf("cores     participants' skew %.2f before measuring, %.2f after\n",
+           res.skew_before, res.skew_after);
   int noisy = print_verdict(&res);
   return res.failures || (noisy && !a.o.accept_noisy) ? LM_EFAIL : LM_OK;
 }

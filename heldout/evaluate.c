@@ -37,6 +37,7 @@
 #include "lanemap/dispatch.h"
 #include "lanemap/heldout.h"
 #include "lanemap/plan.h"
+#include "lanemap/runtime.h"
 
 void lm_evaluate_options_defaults(lm_evaluate_options *o) {
   memset(o, 0, sizeof *o);
@@ -837,6 +838,14 @@ static lm_status summary(const Eval *e, lm_error *err) {
             t->unknown, t->contended, pct_ci(t->bias, NULL, b));
     any_cross |= t->has_cross && t->stats[LM_POLICY_CROSS].n > 0;
   }
+  if (isfinite(res->skew_before) || isfinite(res->skew_after))
+    fprintf(f,
+            "\nThe participants' skew, how much longer the slower of two "
+            "cores took for equal work (docs/runtime.md, \"Unequal "
+            "participants\"): %.2f before the cases were measured, %.2f "
+            "after.  Parallel variants timed while it is high lose to "
+            "their dynamic splits, and their repeats disagree.\n",
+            res->skew_before, res->skew_after);
   if (any_cross) {
     fprintf(f, "\n## Leave one ISA target out\n\nThe cases of target B "
                "planned with target A's profile, then with B's own.\n\n"
@@ -865,6 +874,18 @@ static lm_status summary(const Eval *e, lm_error *err) {
 /* ---- the pipeline ----------------------------------------------------- */
 
 /* clang-format off */
+/* The participants' skew now (NAN if it cannot be measured): 40 launches
+ * of the probe's ~25 us blocks, a few milliseconds. */
+#define SKEW_LAUNCHES 40
+static double skew_now(void) {
+  double x = NAN;
+  lm_error ignored = {0};
+  if (lm_pool_threads(lm_pool_shared()) < 1 ||
+      lm_pool_skew_probe(lm_pool_shared(), SKEW_LAUNCHES, &x, &ignored) != LM_OK)
+    return NAN;
+  return x;
+}
+
 /* The busiest other process since scan a (which it frees). */
 static void busiest(lm_proc_scan *a, lm_proc_top *top) {
   lm_proc_scan *b = a ? lm_proc_scan_take() : NULL;
@@ -905,8 +926,10 @@ lm_status lm_evaluate(const lm_evaluate_options *o, lm_evaluate_result *out,
   if (st == LM_OK) st = lm_cases_shard(&e.cases, o->shard_i, o->shard_n, err);
   if (st == LM_OK) st = lm_file_make_dirs(o->out, err);
   lm_proc_scan *scan0 = lm_proc_scan_take();                          /* who else  */
+  out->skew_before = st == LM_OK ? skew_now() : NAN;                  /* the cores */
   for (int i = 0; i < e.nisa && st == LM_OK; i++)
     st = evaluate_isa(&e, i, err);            /* each machine type: calibrate, evaluate */
+  out->skew_after = st == LM_OK ? skew_now() : NAN;
   busiest(scan0, &out->busiest);
   out->total_s = (lm_now_ns() - t0) / 1e9;
   if (st == LM_OK) st = summary(&e, err);                             /* report    */

@@ -14,6 +14,7 @@
 #include "lanemap/calibrate.h"
 #include "lanemap/heldout.h"
 #include "lanemap/plan.h"
+#include "lanemap/runtime.h"
 #include "lanemap/profile.h"
 #include "lanemap/workload.h"
 
@@ -110,6 +111,21 @@ Test(evaluate, writes_the_report_records_and_summary) {
   char path[700];
   snprintf(path, sizeof path, "%s/report.md", out);
   cr_expect(run_exists(path), "%s missing", path);
+  /* the participants' skew before and after measuring, on the terminal
+   * and in the report, wherever the shared pool has a thread */
+  const char *cores = strstr(r.out, "cores     participants' skew ");
+  char *summary = run_slurp(path);
+  cr_assert_not_null(summary);
+  if (lm_pool_threads(lm_pool_shared()) > 0) {
+    double before = -1, after = -1;
+    cr_assert_not_null(cores, "%s", r.out);
+    cr_expect_eq(sscanf(cores, "cores     participants' skew %lf before measuring, %lf after",
+                        &before, &after),
+                 2, "%s", cores);
+    cr_expect(before >= 0 && after >= 0, "skew %g, %g", before, after);
+    cr_expect(strstr(summary, "The participants' skew"), "%s", summary);
+  }
+  free(summary);
   snprintf(path, sizeof path, "%s/host/report.md", out);
   cr_expect(run_exists(path), "%s missing", path);
   snprintf(path, sizeof path, "%s/host/records.jsonl", out);

@@ -725,6 +725,13 @@ Test(runtime, the_participants_skew_is_the_slowest_block_over_the_fastest) {
   cr_expect(x > 0.9 && isfinite(x), "uneven blocks: skew %g, want about 1", x);
   cr_assert_eq(lm_pool_skew(p, even_entry, NULL, 2, 2, 10, &x, &err), LM_OK, "%s", err.msg);
   cr_expect(x >= 0 && isfinite(x), "even blocks: skew %g", x);
+  /* the built-in probe: the same measure on its own throughput-bound
+   * blocks; refused without a pool thread */
+  x = 0;
+  cr_assert_eq(lm_pool_skew_probe(p, 5, &x, &err), LM_OK, "%s", err.msg);
+  cr_expect(x >= 0 && isfinite(x), "probe: skew %g", x);
+  cr_expect_eq(lm_pool_skew_probe(NULL, 5, &x, &err), LM_EINPUT);
+  cr_expect(isnan(x));
   lm_pool_free(p);
 }
 

@@ -730,6 +730,10 @@ typedef struct lm_evaluate_result {
    * measured (pid 0: none, or /proc unreadable): whom a noisy verdict
    * names. */
   lm_proc_top busiest;
+  /* The participants' skew (lm_pool_skew_probe, 40 launches) before the
+   * cases were measured and after: how much slower the slower core ran
+   * equal work; NAN where it could not be measured (no pool thread). */
+  double skew_before, skew_after;
   double total_s;
 } lm_evaluate_result;
 

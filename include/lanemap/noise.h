@@ -251,6 +251,14 @@ lm_status lm_noise_from_json(const cJSON *j, lm_noise *out, lm_error *err);
  * lm_timed; ctx is ignored. */
 void lm_noise_canary_run(void *ctx, int64_t reps);
 
+/* Its throughput-bound counterpart: eight independent chains of 8-lane
+ * float multiply-adds, 16 rounds a rep, in registers: the vector ports
+ * set its time, so another tenant of the physical core (a hyperthread
+ * sibling on the host) slows it where the canary holds still
+ * (bench_canaries, docs/timing.md).  lm_pool_skew_probe's block.
+ * run(ctx, reps) as in lm_timed; ctx is ignored. */
+void lm_noise_vector_run(void *ctx, int64_t reps);
+
 #ifdef __cplusplus
 }
 #endif

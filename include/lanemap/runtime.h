@@ -182,6 +182,13 @@ lm_status lm_pool_skew(lm_keep lm_pool *p, lm_entry_fn fn, const void *args,
                        int64_t n, int reps, int launches, double *skew,
                        lm_error *err);
 
+/* lm_pool_skew on a built-in entry: a block of about 25 us of independent
+ * 8-lane multiply-adds (throughput-bound, in registers) per participant,
+ * `launches` launches.  For a run's diagnostics (`lanemap evaluate`
+ * measures it before and after its cases); errors as lm_pool_skew's. */
+lm_status lm_pool_skew_probe(lm_keep lm_pool *p, int launches, double *skew,
+                             lm_error *err);
+
 #ifdef __cplusplus
 }
 #endif
