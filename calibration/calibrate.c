@@ -228,15 +228,13 @@ static lm_status judge_families(const Run *runs, int n,
 #define ROUND_REPEATS_QUICK 7
 #define ROUND_REPEATS_FULL 11
 #define ROUND_GAP_MS 150
-/* The participants' skew (lm_pool_skew) is measured beside each repeat of
- * the round, on the vector ALU benchmark ("alu": the target's widest
- * f32 code, throughput-bound, in L1), SKEW_LAUNCHES static launches whose
- * blocks each take about SKEW_BLOCK_NS.  It is a diagnostic, not a term:
- * the profile records the repeats' median, least and greatest (capped at
- * SKEW_MAX) in diagnostics.extra.forkjoin_round (docs/calibration.md,
- * "Unequal participants", says why the model does not use it). */
+/* The participants' skew (lm_pool_skew_probe, as `lanemap evaluate`
+ * measures it) is taken beside each repeat of the round, SKEW_LAUNCHES
+ * launches.  It is a diagnostic, not a term: the profile records the
+ * repeats' median, least and greatest (capped at SKEW_MAX) in
+ * diagnostics.extra.forkjoin_round (docs/calibration.md, "Unequal
+ * participants", says why the model does not use it). */
 #define SKEW_LAUNCHES 40
-#define SKEW_BLOCK_NS 25000.0
 #define SKEW_MAX 1.0
 typedef struct Round {
   double fork, join;       /* medians of the kept repeats, ns (join capped) */
@@ -249,32 +247,8 @@ typedef struct Round {
   int skews;                     /* repeats that measured it */
 } Round;
 
-/* The run the skew is measured on (NULL: none, the skew stays 0). */
-static const Run *skew_run(const Run *runs, int n) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(runs[i].b->name, "alu") == 0 && runs[i].c && runs[i].ns[1] > 0)
-      return &runs[i];
-  return NULL;
-}
-
-/* One repeat's skew on run sr (its larger size), or NAN. */
-static double measure_skew(const Run *sr, lm_error *err) {
-  int parts = lm_pool_threads(lm_pool_shared()) + 1;
-  int64_t R = sr->d[1]->shape.dims[0];
-  if (parts > R)
-    parts = (int)R;
-  double block = sr->ns[1] / parts; /* one participant's block, once */
-  int reps = (int)fmin(1e6, ceil(SKEW_BLOCK_NS / fmax(block, 1)));
-  double x = NAN;
-  if (lm_pool_skew(lm_pool_shared(), lm_compiled_entry(sr->c), sr->args[1], R, reps,
-                   SKEW_LAUNCHES, &x, err) != LM_OK)
-    return NAN;
-  return x;
-}
-
 static lm_status measure_round(const lm_calib_opts *o, int samples,
-                               double sample_ms, const Run *sr, Round *r,
-                               lm_error *err) {
+                               double sample_ms, Round *r, lm_error *err) {
   enum { MAXR = 2 * ROUND_REPEATS_FULL };
   double fk[MAXR], jn[MAXR], nfk[MAXR], njn[MAXR]; /* quiet calls, noisy */
   double sk[MAXR];
@@ -297,8 +271,10 @@ static lm_status measure_round(const lm_calib_opts *o, int samples,
     r->calls++;
     if (s != LM_OK)
       break;
-    double x = sr ? measure_skew(sr, err) : NAN;
-    if (isfinite(x) && r->skews < MAXR)
+    double x = NAN;
+    lm_error ignored = {0}; /* a skew not measured is left out, not an error */
+    if (lm_pool_skew_probe(lm_pool_shared(), SKEW_LAUNCHES, &x, &ignored) == LM_OK &&
+        r->skews < MAXR)
       sk[r->skews++] = x;
     if (nz.noisy) {
       r->reasons |= nz.reasons & LM_NOISE_INTERFERENCE;
@@ -858,7 +834,6 @@ static lm_status to_profile(Run *runs, int n, const lm_calib_opts *o,
     cJSON_AddNumberToObject(rj, "join_spread", R->spread);
     cJSON_AddNumberToObject(rj, "skew_repeats", R->skews);
     cJSON_AddNumberToObject(rj, "skew_launches", SKEW_LAUNCHES);
-    cJSON_AddNumberToObject(rj, "skew_block_ns", SKEW_BLOCK_NS);
     if (R->skews > 0) {
       cJSON_AddNumberToObject(rj, "skew", R->skew);
       cJSON_AddNumberToObject(rj, "skew_min", R->skew_lo);
@@ -1060,7 +1035,7 @@ lm_status lm_calibrate(const lm_calib_opts *o, lm_profile **out, lm_error *err) 
     known[t] = NAN;
   Round round = {.fork = NAN, .join = LM_JOIN_MAX_NS};
   if (s == LM_OK && lm_pool_threads(lm_pool_shared()) > 0) {
-    s = measure_round(o, samples, sample_ms, skew_run(runs, n), &round, err);
+    s = measure_round(o, samples, sample_ms, &round, err);
     if (s == LM_OK)
       known[LM_T_FORK] = fmin(fmax(round.fork, lo[LM_T_FORK]), hi[LM_T_FORK]);
   }
